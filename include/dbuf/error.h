@@ -1,0 +1,84 @@
+/*
+ * dbuf-shard: error codes and diagnostics.
+ *
+ * Error rule, stated once for the whole API: every fallible function returns
+ * an int, 0 on success or a negative DBUF_E* code.  Out-pointers are written
+ * only on success.  Functions that take a dbuf_diag_t * fill it, when it is
+ * not NULL, with one line for people that names what is wrong (the tensor,
+ * the value, the rank, or the file and line).
+ */
+#ifndef DBUF_ERROR_H
+#define DBUF_ERROR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(DBUF_BUILDING)
+#define DBUF_EXPORT __attribute__((visibility("default")))
+#else
+#define DBUF_EXPORT
+#endif
+
+/* The one error table: name, value, message. */
+#define DBUF_ERRNO_MAP(X)                                                      \
+  X(EINVAL, -1, "invalid argument")                                            \
+  X(ENOMEM, -2, "out of memory")                                               \
+  X(EOVERFLOW, -3, "64-bit count overflow")                                    \
+  X(ESHAPE, -4, "invalid tensor shape")                                        \
+  X(EBLOCK, -5, "dim 0 not divisible by the block size")                       \
+  X(ENRANKS, -6, "invalid rank count")                                         \
+  X(EOWNER, -7, "invalid tensor owner")                                        \
+  X(ERANGE, -8, "index out of range")                                          \
+  X(ELAYOUT, -9, "layout violates an invariant")                               \
+  X(EPARSE, -10, "input does not parse")                                       \
+  X(EIO, -11, "input/output error")                                            \
+  X(EFORMAT, -12, "malformed file format")                                     \
+  X(ECHECKSUM, -13, "checksum mismatch")                                       \
+  X(EVERSION, -14, "unsupported format version")                               \
+  X(EDUP, -15, "duplicate name")                                               \
+  X(ENOTFOUND, -16, "not found")                                               \
+  X(EMPI, -17, "MPI call failed")                                              \
+  X(ETOPO, -18, "hardware topology error")                                     \
+  X(EBIND, -19, "memory or CPU binding failed")                                \
+  X(EMLOCK, -20, "memory locking not permitted")                               \
+  X(EMISMATCH, -21, "ranks disagree")                                          \
+  X(EVERIFY, -22, "verification failed")                                       \
+  X(EUNSUPPORTED, -23, "not supported")
+
+/** Error codes; every one is negative. */
+typedef enum dbuf_errno {
+#define DBUF__ERR_ENUM(name, val, msg) DBUF_##name = (val),
+  DBUF_ERRNO_MAP(DBUF__ERR_ENUM)
+#undef DBUF__ERR_ENUM
+  DBUF_ERRNO_MAX = -24
+} dbuf_errno_t;
+
+/** \brief Static message for an error code; never NULL, also for unknown codes. */
+DBUF_EXPORT const char *dbuf_strerror(int err);
+
+/** \brief Static name ("DBUF_EINVAL") of an error code; never NULL. */
+DBUF_EXPORT const char *dbuf_err_name(int err);
+
+/** Room for one diagnostic line. */
+#define DBUF_DIAG_LEN 512
+
+/**
+ * A diagnostic for people: one line naming what is wrong and where.
+ * Owned by the caller; functions write it only when they fail.
+ */
+typedef struct dbuf_diag {
+  int code;                 /**< the error code returned with it */
+  char msg[DBUF_DIAG_LEN];  /**< NUL-terminated, no trailing newline */
+} dbuf_diag_t;
+
+/** \brief Clear a diagnostic (code 0, empty message). NULL is accepted. */
+DBUF_EXPORT void dbuf_diag_clear(dbuf_diag_t *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_ERROR_H */

@@ -1,0 +1,256 @@
+/*
+ * dbuf-shard: global layouts of a flat parameter buffer over nranks segments.
+ *
+ * Not collective: this is pure ownership arithmetic with no communication.
+ * A layout gives every tensor a global element offset, the buffer a size, and
+ * every rank r the half-open segment [range[r], range[r+1]) with range[0] = 0
+ * and range[nranks] = size.  Every count is int64_t and overflow-checked.
+ *
+ * Kinds:
+ *  - DBUF_LAYOUT_PADDED: Megatron-FSDP RowAtomic/BlockAtomic with equal
+ *    segments (LCM chunk, conjugate pairing, fragments, padding).
+ *  - DBUF_LAYOUT_UNPADDED: tensors back to back; each rank cut moved to the
+ *    nearest row (block) boundary of the tensor containing it, ties lower.
+ *  - DBUF_LAYOUT_TENSOR: TensorAtomic, each tensor inside its owner's segment.
+ * A block_size > 1 keeps block_size consecutive rows together (BlockAtomic).
+ */
+#ifndef DBUF_LAYOUT_H
+#define DBUF_LAYOUT_H
+
+#include "dbuf/error.h"
+#include "dbuf/tensors.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Layout kinds; the values are part of the wire format. */
+typedef enum dbuf_layout_kind {
+  DBUF_LAYOUT_PADDED = 1,
+  DBUF_LAYOUT_UNPADDED = 2,
+  DBUF_LAYOUT_TENSOR = 3
+  /* 4 is reserved for the coming "compact" kind. */
+} dbuf_layout_kind_t;
+
+/** \brief "padded", "unpadded", "tensor"; "unknown" for other values. */
+DBUF_EXPORT const char *dbuf_layout_kind_name(int kind);
+
+/** \brief Parse a kind name. \return 0, or DBUF_EINVAL */
+DBUF_EXPORT int dbuf_layout_kind_parse(const char *name, dbuf_layout_kind_t *kind);
+
+/** Opaque layout. */
+typedef struct dbuf_layout dbuf_layout_t;
+
+/** How to build a layout; initialize with dbuf_layout_params_init(). */
+typedef struct dbuf_layout_params {
+  dbuf_layout_kind_t kind; /**< default DBUF_LAYOUT_PADDED */
+  int nranks;              /**< segments (dp_size), >= 1; default 1 */
+  int64_t block_size;      /**< rows kept together, >= 1; default 1 */
+  const int *owners;       /**< TENSOR: owner of each tensor, or NULL */
+  int64_t nowners;         /**< entries in owners */
+  int auto_owners;         /**< TENSOR with owners NULL: plan them (LPT) */
+} dbuf_layout_params_t;
+
+/** \brief Fill params with the defaults. */
+DBUF_EXPORT void dbuf_layout_params_init(dbuf_layout_params_t *p);
+
+/**
+ * \brief Build a layout.
+ * \param[in] tensors  copied into the layout
+ * \return 0, or
+ *   DBUF_EINVAL (NULL argument, block_size < 1, unknown kind),
+ *   DBUF_ENRANKS (nranks < 1), DBUF_EBLOCK (dim 0 not divisible by block_size),
+ *   DBUF_EOWNER (owner out of [0, nranks), wrong owner count, TENSOR without
+ *   owners), DBUF_EOVERFLOW (any count, the chunk LCM included), DBUF_ENOMEM.
+ *   diag names the tensor and the value.
+ */
+DBUF_EXPORT int dbuf_layout_build(const dbuf_tensors_t *tensors,
+                                  const dbuf_layout_params_t *params,
+                                  dbuf_layout_t **out, dbuf_diag_t *diag);
+
+/**
+ * \brief Longest-processing-time owners: largest tensor first (ties by tensor
+ * id) to the least-loaded rank (ties to the lowest rank).  O(n log n).
+ * \param[out] owners  count(tensors) entries
+ * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_plan_owners(const dbuf_tensors_t *tensors, int nranks,
+                                        int *owners, dbuf_diag_t *diag);
+
+/**
+ * \brief Assemble a layout from its parts (for layouts read from a file or the
+ * wire).  Only array sizes and basic ranges are checked here; run
+ * dbuf_layout_validate() to check the invariants.
+ * \param[in] chunk_size    PADDED: the chunk; 0 for the other kinds
+ * \param[in] offsets       count(tensors) entries
+ * \param[in] rank_offsets  nranks entries (the first must be 0)
+ * \param[in] owners        NULL, or count(tensors) entries (TENSOR)
+ * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ELAYOUT (size < 0, first rank
+ *   offset not 0), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_from_parts(const dbuf_tensors_t *tensors,
+                                       dbuf_layout_kind_t kind, int nranks,
+                                       int64_t block_size, int64_t chunk_size,
+                                       int64_t size, const int64_t *offsets,
+                                       const int64_t *rank_offsets,
+                                       const int *owners, dbuf_layout_t **out,
+                                       dbuf_diag_t *diag);
+
+/** \brief Free a layout; NULL is accepted. */
+DBUF_EXPORT void dbuf_layout_destroy(dbuf_layout_t *layout);
+
+/* Getters.  Borrowed pointers stay valid until dbuf_layout_destroy(). */
+DBUF_EXPORT dbuf_layout_kind_t dbuf_layout_kind(const dbuf_layout_t *l);
+DBUF_EXPORT int dbuf_layout_nranks(const dbuf_layout_t *l);
+DBUF_EXPORT int64_t dbuf_layout_block_size(const dbuf_layout_t *l);
+/** PADDED: LCM of block_size x row size over the tensors; 0 otherwise. */
+DBUF_EXPORT int64_t dbuf_layout_chunk_size(const dbuf_layout_t *l);
+DBUF_EXPORT int64_t dbuf_layout_size(const dbuf_layout_t *l);
+DBUF_EXPORT int64_t dbuf_layout_ntensors(const dbuf_layout_t *l);
+DBUF_EXPORT const dbuf_tensors_t *dbuf_layout_tensors(const dbuf_layout_t *l);
+/** Global element offset of each tensor, tensor-id order. */
+DBUF_EXPORT const int64_t *dbuf_layout_offsets(const dbuf_layout_t *l);
+/** range[nranks + 1]: rank r owns [range[r], range[r+1]). */
+DBUF_EXPORT const int64_t *dbuf_layout_range(const dbuf_layout_t *l);
+/** TENSOR: owner of each tensor; NULL for the other kinds. */
+DBUF_EXPORT const int *dbuf_layout_owners(const dbuf_layout_t *l);
+/** Tensor ids sorted by (offset, id). */
+DBUF_EXPORT const int64_t *dbuf_layout_order(const dbuf_layout_t *l);
+
+/* ---------------------------------------------------------------- */
+/* Validation                                                        */
+
+/** What a violation is about. */
+typedef enum dbuf_violation_kind {
+  DBUF_VIOL_RANGE = 1,   /**< range not 0..size or not non-decreasing */
+  DBUF_VIOL_BOUNDS,      /**< tensor offset out of [0, size] or end past size */
+  DBUF_VIOL_OVERLAP,     /**< two tensors overlap */
+  DBUF_VIOL_ALIGN,       /**< tensor offset not aligned to block x row (PADDED) */
+  DBUF_VIOL_CUT,         /**< a rank cut inside a row (block) of a tensor */
+  DBUF_VIOL_UNEQUAL,     /**< segments not equal (PADDED) */
+  DBUF_VIOL_SPLIT,       /**< TENSOR tensor not inside one segment, or wrong owner */
+  DBUF_VIOL_GAP,         /**< padding where the kind promises none */
+  DBUF_VIOL_BLOCK,       /**< dim 0 not divisible by block_size */
+  DBUF_VIOL_CHUNK        /**< chunk size is not the LCM, or segments not multiples of it */
+} dbuf_violation_kind_t;
+
+/** One violated invariant. */
+typedef struct dbuf_violation {
+  dbuf_violation_kind_t kind;
+  int64_t tensor;       /**< tensor id, or -1 */
+  int64_t other;        /**< second tensor (OVERLAP), or -1 */
+  int rank;             /**< rank, or -1 */
+  int64_t a, b;         /**< the offending offsets */
+  char msg[DBUF_DIAG_LEN]; /**< one line naming tensor, rank and offsets */
+} dbuf_violation_t;
+
+/** Called once per violation; return non-zero to stop early. */
+typedef int (*dbuf_violation_fn)(const dbuf_violation_t *v, void *arg);
+
+/**
+ * \brief Check every invariant of the layout's kind.  O(n log n) in tensors
+ * plus O(nranks log n).
+ * \param[in] fn      may be NULL
+ * \param[out] nviol  may be NULL; number of violations found
+ * \param[out] diag   may be NULL; the first violation
+ * \return 0 when valid, DBUF_ELAYOUT otherwise, DBUF_EINVAL, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn,
+                                     void *arg, int64_t *nviol, dbuf_diag_t *diag);
+
+/* ---------------------------------------------------------------- */
+/* Queries                                                           */
+
+/** \brief Segment [start, end) of rank. \return 0, or DBUF_EINVAL, DBUF_ERANGE */
+DBUF_EXPORT int dbuf_layout_rank_range(const dbuf_layout_t *l, int rank,
+                                       int64_t *start, int64_t *end);
+
+/**
+ * \brief Local range of a rank on a multi-axis device mesh.
+ *
+ * The shard index is formed over the axes with sharded[a] != 0, the innermost
+ * (last) sharded axis most significant.  With S shards and a layout of
+ * nranks = k x S segments, shard i owns the contiguous run of segments
+ * [i k, (i+1) k), as in Megatron-FSDP's get_local_range.
+ * \param[in] naxes    1..16
+ * \param[in] sizes    mesh size of each axis (>= 1)
+ * \param[in] coords   this rank's coordinate on each axis, in [0, sizes[a])
+ * \param[in] sharded  non-zero for the axes the buffer is sharded over
+ * \param[out] first_seg, nseg  may be NULL: the run of segments
+ * \return 0, or DBUF_EINVAL (bad axes), DBUF_ERANGE (coordinate), DBUF_ENRANKS
+ *   (nranks not a multiple of the shard count), DBUF_EOVERFLOW
+ */
+DBUF_EXPORT int dbuf_layout_local_range(const dbuf_layout_t *l, int naxes,
+                                        const int *sizes, const int *coords,
+                                        const int *sharded, int64_t *start,
+                                        int64_t *end, int *first_seg, int *nseg,
+                                        dbuf_diag_t *diag);
+
+/**
+ * \brief Rank owning global element i, 0 <= i < size (padding has an owner
+ * too).  Empty segments own nothing.  O(log nranks).
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE (i outside [0, size))
+ */
+DBUF_EXPORT int dbuf_layout_owner_of(const dbuf_layout_t *l, int64_t i, int *rank);
+
+/**
+ * \brief Tensor holding global element i, or -1 for padding.  O(log n).
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE
+ */
+DBUF_EXPORT int dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i,
+                                      int64_t *tensor);
+
+/** A run of one tensor's elements inside one rank's segment. */
+typedef struct dbuf_piece {
+  int64_t tensor;     /**< tensor id */
+  int rank;           /**< the rank holding it */
+  int64_t elem_begin; /**< first element inside the tensor */
+  int64_t nelems;     /**< elements in the piece */
+  int64_t first_row;  /**< elem_begin / row_elems */
+  int64_t nrows;      /**< rows touched (whole rows when whole_rows) */
+  int whole_rows;     /**< the piece starts and ends on row boundaries */
+  int64_t offset;     /**< offset inside the rank's segment */
+} dbuf_piece_t;
+
+/**
+ * \brief The pieces of a rank's segment, in offset order.  Two-call pattern:
+ * with buf NULL or cap too small *n is still the total count.  Empty tensors
+ * are not listed.  O(log n + pieces).
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE (rank)
+ */
+DBUF_EXPORT int dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank,
+                                        dbuf_piece_t *buf, int64_t cap,
+                                        int64_t *n);
+
+/**
+ * \brief The ranks holding a tensor, one piece per rank, in rank order.
+ * Two-call pattern as above.  O(log nranks + pieces).
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE (tensor)
+ */
+DBUF_EXPORT int dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor,
+                                          dbuf_piece_t *buf, int64_t cap,
+                                          int64_t *n);
+
+/** Summary figures of a layout. */
+typedef struct dbuf_layout_stats {
+  int64_t logical;        /**< sum of tensor elements */
+  int64_t padding;        /**< size - logical */
+  int64_t gap_elems;      /**< padding before the end of the last tensor */
+  int64_t tail_elems;     /**< padding after the end of the last tensor */
+  int64_t min_segment, max_segment;
+  int min_rank, max_rank; /**< lowest ranks with the min / max segment */
+  int64_t split_tensors;  /**< tensors held by more than one rank */
+  int empty_segments;     /**< ranks with an empty segment */
+  int64_t largest_tensor; /**< id of the largest tensor (first on ties), -1 if none */
+} dbuf_layout_stats_t;
+
+/** \brief Compute the statistics.  O(n + nranks). \return 0, or DBUF_EINVAL */
+DBUF_EXPORT int dbuf_layout_stats(const dbuf_layout_t *l, dbuf_layout_stats_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_LAYOUT_H */

@@ -1,0 +1,49 @@
+/*
+ * dbuf-shard: the layout JSON schema (see README, "Layout JSON").
+ *
+ * Not collective.  Writing is deterministic: the same layout gives the same
+ * bytes.  Reading accepts layouts written by dbuf-shard or by hand from
+ * another framework; it checks the schema, not the invariants (run
+ * dbuf_layout_validate() on the result).
+ */
+#ifndef DBUF_LAYOUT_JSON_H
+#define DBUF_LAYOUT_JSON_H
+
+#include "dbuf/layout.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Schema version written in "version". */
+#define DBUF_LAYOUT_JSON_VERSION 1
+
+/** Extra content of the JSON. */
+enum {
+  DBUF_JSON_PIECES = 1u << 0 /**< per-rank pieces under "ranks" */
+};
+
+/**
+ * \brief Serialize a layout.
+ * \param[out] text  malloc'd NUL-terminated JSON ending in a newline; free()
+ * \return 0, or DBUF_EINVAL, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags,
+                                    char **text, size_t *len);
+
+/**
+ * \brief Parse a layout JSON document; name is used in messages.
+ * \return 0, or DBUF_EPARSE ("NAME:LINE: ..."), DBUF_ESHAPE, DBUF_EDUP,
+ *   DBUF_EOWNER, DBUF_ENRANKS, DBUF_ELAYOUT, DBUF_EOVERFLOW, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_from_json(const char *name, const char *text,
+                                      size_t len, dbuf_layout_t **out,
+                                      dbuf_diag_t *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_LAYOUT_JSON_H */

@@ -1,0 +1,64 @@
+/*
+ * dbuf-shard: reading shape lists.
+ *
+ * Not collective.  Two formats:
+ *  - text: one "NAME SHAPE" a line, SHAPE "d0xd1x..." or "d0"; blank lines
+ *    and '#' comments (whole line or after the shape) allowed;
+ *  - JSON: an array of {"name": "...", "shape": [d0, d1, ...]}.
+ * The format is chosen by content: a first non-blank character '[' is JSON.
+ * Errors are reported as "FILE:LINE: what is wrong" in diag.
+ */
+#ifndef DBUF_SHAPES_IO_H
+#define DBUF_SHAPES_IO_H
+
+#include "dbuf/error.h"
+#include "dbuf/tensors.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * \brief Read a shape list from a file ("-" reads stdin).
+ * \param[out] digest  may be NULL: a 64-bit hash of the bytes read, so ranks
+ *                     can compare that they see the same input
+ * \return 0, or DBUF_EIO (cannot open or read), DBUF_EPARSE, DBUF_ESHAPE,
+ *   DBUF_EDUP, DBUF_EOVERFLOW, DBUF_ENOMEM; diag says "FILE:LINE: ..."
+ */
+DBUF_EXPORT int dbuf_shapes_read(const char *path, dbuf_tensors_t **out,
+                                 uint64_t *digest, dbuf_diag_t *diag);
+
+/**
+ * \brief Parse a shape list held in memory; name is used in messages.
+ * \return as dbuf_shapes_read()
+ */
+DBUF_EXPORT int dbuf_shapes_parse(const char *name, const char *text, size_t len,
+                                  dbuf_tensors_t **out, dbuf_diag_t *diag);
+
+/**
+ * \brief Read a whole file ("-" = stdin) into a NUL-terminated buffer.
+ * \param[out] data  malloc'd, freed by the caller with free()
+ * \return 0, or DBUF_EIO (diag names the file and the system error), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_file_read_all(const char *path, char **data, size_t *len,
+                                   dbuf_diag_t *diag);
+
+/**
+ * \brief Read a list of integers, one a line ('#' comments, blank lines ok),
+ * e.g. an owners file.
+ * \param[out] vals  malloc'd array, freed by the caller with free()
+ * \return 0, or DBUF_EIO, DBUF_EPARSE ("FILE:LINE: ..."), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_ints_read(const char *path, int64_t **vals, int64_t *n,
+                               dbuf_diag_t *diag);
+
+/** \brief 64-bit FNV-1a hash of a byte range, chained from seed (use 0 to start). */
+DBUF_EXPORT uint64_t dbuf_hash64(const void *data, size_t len, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_SHAPES_IO_H */

@@ -1,0 +1,112 @@
+/*
+ * dbuf-shard: the tensor list (names and shapes, in tensor-id order).
+ *
+ * Not collective.  A tensor id is its position in the list (0-based, int64_t).
+ * Shapes have 1 to DBUF_MAX_DIMS dims; dim 0 may be 0 (an empty tensor),
+ * every other dim must be >= 1.  Names are non-empty and unique.  The element
+ * count of each tensor and the total over the list are overflow-checked.
+ */
+#ifndef DBUF_TENSORS_H
+#define DBUF_TENSORS_H
+
+#include "dbuf/error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DBUF_MAX_DIMS 16
+
+/** Opaque tensor list. */
+typedef struct dbuf_tensors dbuf_tensors_t;
+
+/**
+ * \brief Create an empty tensor list.
+ * \param[out] out  the new list, to be freed with dbuf_tensors_destroy()
+ * \return 0, or DBUF_EINVAL (out is NULL), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_tensors_create(dbuf_tensors_t **out);
+
+/** \brief Free a list; NULL is accepted. */
+DBUF_EXPORT void dbuf_tensors_destroy(dbuf_tensors_t *t);
+
+/**
+ * \brief Deep copy of a list.
+ * \return 0, or DBUF_EINVAL, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out);
+
+/**
+ * \brief Reserve room for n more tensors (optional; add grows as needed).
+ * \return 0, or DBUF_EINVAL, DBUF_ENOMEM, DBUF_EOVERFLOW
+ */
+DBUF_EXPORT int dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n);
+
+/**
+ * \brief Append a tensor; name and dims are copied.
+ * \param[in] name  non-empty, unique in the list, no whitespace or control chars
+ * \param[in] ndim  1..DBUF_MAX_DIMS
+ * \param[in] dims  ndim values; dims[0] >= 0, dims[1..] >= 1
+ * \return 0, or
+ *   DBUF_EINVAL (NULL argument, empty or bad name),
+ *   DBUF_ESHAPE (0-D, more than 16 dims, negative dim, zero non-leading dim),
+ *   DBUF_EOVERFLOW (element count or list total past INT64_MAX),
+ *   DBUF_EDUP (name already in the list), DBUF_ENOMEM.
+ *   The list is unchanged on failure.
+ */
+DBUF_EXPORT int dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
+                                 const int64_t *dims, dbuf_diag_t *diag);
+
+/** \brief Number of tensors (0 for NULL). */
+DBUF_EXPORT int64_t dbuf_tensors_count(const dbuf_tensors_t *t);
+
+/** \brief Sum of the element counts of all tensors (0 for NULL). */
+DBUF_EXPORT int64_t dbuf_tensors_total(const dbuf_tensors_t *t);
+
+/** \brief Borrowed name of tensor id, valid until destroy; NULL if id is out of range. */
+DBUF_EXPORT const char *dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id);
+
+/** \brief Number of dims of tensor id; 0 if id is out of range. */
+DBUF_EXPORT int dbuf_tensors_ndim(const dbuf_tensors_t *t, int64_t id);
+
+/** \brief Borrowed dims of tensor id, valid until destroy; NULL if out of range. */
+DBUF_EXPORT const int64_t *dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id);
+
+/** \brief Elements of tensor id; -1 if out of range. */
+DBUF_EXPORT int64_t dbuf_tensors_numel(const dbuf_tensors_t *t, int64_t id);
+
+/** \brief Rows (dims[0]) of tensor id; -1 if out of range. */
+DBUF_EXPORT int64_t dbuf_tensors_rows(const dbuf_tensors_t *t, int64_t id);
+
+/** \brief Elements in one row (product of dims[1..], 1 for 1-D); -1 if out of range. */
+DBUF_EXPORT int64_t dbuf_tensors_row_elems(const dbuf_tensors_t *t, int64_t id);
+
+/**
+ * \brief Find a tensor by name (hashed, O(1) expected).
+ * \return 0 and *id, or DBUF_ENOTFOUND, DBUF_EINVAL
+ */
+DBUF_EXPORT int dbuf_tensors_find(const dbuf_tensors_t *t, const char *name,
+                                  int64_t *id);
+
+/**
+ * \brief Write the shape as "d0xd1x..." into buf (always NUL-terminated).
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE (id), DBUF_ENOMEM (buf too small)
+ */
+DBUF_EXPORT int dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id,
+                                       char *buf, size_t len);
+
+/**
+ * \brief Parse "d0xd1x..." (or "d0") into dims.
+ * \return 0, or DBUF_EPARSE (with diag naming the text), DBUF_ESHAPE (too many dims)
+ */
+DBUF_EXPORT int dbuf_shape_parse(const char *text, int *ndim,
+                                 int64_t dims[DBUF_MAX_DIMS], dbuf_diag_t *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_TENSORS_H */

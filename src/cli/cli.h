@@ -1,0 +1,107 @@
+/* The dbuf-shard command: shared declarations of the subcommands. */
+#ifndef DBUF_CLI_H
+#define DBUF_CLI_H
+
+#include "dbuf/error.h"
+#include "dbuf/layout.h"
+#include "dbuf/tensors.h"
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1  /* runtime failure, failed verification */
+#define CLI_EXIT_USAGE 2 /* usage or input error */
+
+/* "dbuf-shard: message" on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Integer option: whole string, no overflow, within [min, max]. */
+int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
+                  int64_t *out);
+
+/*
+ * Write data to path atomically (temporary file in the same folder, then
+ * rename), or to stdout for NULL or "-".  Returns CLI_EXIT_* and prints the
+ * error; a failed write leaves no file behind.
+ */
+int cli_write_output(const char *path, const char *data, size_t len);
+
+/* The planning options shared by `plan` and the MPI run. */
+typedef struct cli_plan_opts {
+  const char *shapes;       /* --shapes FILE */
+  const char *model;        /* --model NAME */
+  const char **safetensors; /* --safetensors FILE... */
+  int nsafetensors;
+  const char *order;        /* --order FILE */
+  const char *owners;       /* --owners FILE|auto */
+  int dp_set;               /* --dp given */
+  int64_t ranks_per_node;   /* --ranks-per-node K (0 = not given) */
+  const char *dtype;        /* --dtype NAME */
+  int64_t elem_size;        /* bytes per element of dtype */
+  int64_t align_bytes;      /* --align-bytes N (0 = none) */
+  dbuf_layout_params_t params;
+} cli_plan_opts_t;
+
+/* Option codes of the shared planning options (>= 256). */
+enum {
+  CLI_OPT_SHAPES = 256,
+  CLI_OPT_MODEL,
+  CLI_OPT_SAFETENSORS,
+  CLI_OPT_ORDER,
+  CLI_OPT_DP,
+  CLI_OPT_LAYOUT,
+  CLI_OPT_BLOCK,
+  CLI_OPT_OWNERS,
+  CLI_OPT_DTYPE,
+  CLI_OPT_ALIGN,
+  CLI_OPT_RPN,
+  CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
+};
+
+#define CLI_PLAN_LONGOPTS                                                      \
+  {"shapes", required_argument, NULL, CLI_OPT_SHAPES},                         \
+      {"model", required_argument, NULL, CLI_OPT_MODEL},                       \
+      {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},           \
+      {"order", required_argument, NULL, CLI_OPT_ORDER},                       \
+      {"dp", required_argument, NULL, CLI_OPT_DP},                             \
+      {"layout", required_argument, NULL, CLI_OPT_LAYOUT},                     \
+      {"block-size", required_argument, NULL, CLI_OPT_BLOCK},                  \
+      {"owners", required_argument, NULL, CLI_OPT_OWNERS},                     \
+      {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                       \
+      {"align-bytes", required_argument, NULL, CLI_OPT_ALIGN},                 \
+      {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN}
+
+/* Help text of the shared planning options. */
+extern const char cli_plan_help[];
+
+void cli_plan_opts_init(cli_plan_opts_t *o);
+void cli_plan_opts_free(cli_plan_opts_t *o);
+
+/*
+ * Handle one shared option (c is getopt's code).  Returns 1 if handled,
+ * 0 if c is not a planning option, CLI_EXIT_USAGE + 100 on a bad value
+ * (the error is printed).
+ */
+int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
+                 int argc);
+#define CLI_OPT_BAD (CLI_EXIT_USAGE + 100)
+
+/*
+ * Read the tensors named by the options (default: the built-in default
+ * model) and build the layout.  digest (may be NULL) hashes the input bytes.
+ * Returns 0 or CLI_EXIT_USAGE with the error printed as
+ * "dbuf-shard: FILE:LINE: ...".
+ */
+int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
+                     uint64_t *digest, char *what, size_t what_len);
+int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
+                     const char *what, dbuf_layout_t **out);
+
+int cmd_plan(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+
+extern const char *cli_prog;
+
+#endif /* DBUF_CLI_H */

@@ -1,0 +1,53 @@
+/*
+ * dbuf-shard: the command.  `dbuf-shard SUBCOMMAND ...`; without a
+ * subcommand it runs the MPI service (see `dbuf-shard run --help`).
+ */
+#include "cli.h"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void
+usage(FILE *f)
+{
+  fprintf(f,
+          "Usage: dbuf-shard [run] [OPTIONS]      MPI service (mpirun -np N "
+          "dbuf-shard)\n"
+          "       dbuf-shard plan [OPTIONS]       plan a layout (serial)\n"
+          "       dbuf-shard models               list the built-in models\n"
+          "       dbuf-shard --help | --version\n"
+          "'dbuf-shard COMMAND --help' describes each command.\n");
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(int, char **);
+} commands[] = {
+    {"plan", cmd_plan},
+    {"models", cmd_models},
+};
+
+int
+main(int argc, char **argv)
+{
+  if (argc >= 2) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+      usage(stdout);
+      return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+      printf("dbuf-shard %s\n", PACKAGE_VERSION);
+      return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+      if (strcmp(argv[1], commands[i].name) == 0)
+        return commands[i].fn(argc - 1, argv + 1);
+    }
+  }
+  cli_err("unknown command '%s' (see 'dbuf-shard --help')",
+          argc >= 2 ? argv[1] : "");
+  return CLI_EXIT_USAGE;
+}

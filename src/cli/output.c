@@ -1,0 +1,103 @@
+/* Diagnostics, integer options and atomic output files. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *cli_prog = "dbuf-shard";
+
+void
+cli_err(const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "%s: ", cli_prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+int
+cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
+              int64_t *out)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (*s == '\0' || *end != '\0') {
+    cli_err("--%s: '%s' is not an integer", opt, s);
+    return CLI_EXIT_USAGE;
+  }
+  if (errno == ERANGE || v < min || v > max) {
+    cli_err("--%s: %s is out of range [%lld, %lld]", opt, s, (long long)min,
+            (long long)max);
+    return CLI_EXIT_USAGE;
+  }
+  *out = v;
+  return 0;
+}
+
+static int
+write_all(int fd, const char *data, size_t len)
+{
+  while (len > 0) {
+    ssize_t w = write(fd, data, len);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    data += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+int
+cli_write_output(const char *path, const char *data, size_t len)
+{
+  if (path == NULL || strcmp(path, "-") == 0) {
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+      cli_err("<stdout>: write failed: %s", strerror(errno));
+      return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+  }
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 16);
+  if (tmp == NULL) {
+    cli_err("%s: out of memory", path);
+    return CLI_EXIT_FAIL;
+  }
+  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    cli_err("%s: cannot create: %s", path, strerror(errno));
+    free(tmp);
+    return CLI_EXIT_USAGE;
+  }
+  if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    cli_err("%s: write failed: %s", path, strerror(e));
+    free(tmp);
+    return CLI_EXIT_FAIL;
+  }
+  fchmod(fd, 0644);
+  if (close(fd) != 0 || rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    cli_err("%s: cannot write: %s", path, strerror(e));
+    free(tmp);
+    return CLI_EXIT_FAIL;
+  }
+  free(tmp);
+  return CLI_EXIT_OK;
+}

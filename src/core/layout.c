@@ -1,0 +1,248 @@
+/* The layout object: assembly, getters, kind names. */
+#include "core_internal.h"
+#include "layout_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {NULL, "padded", "unpadded", "tensor"};
+
+const char *
+dbuf_layout_kind_name(int kind)
+{
+  if (kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_TENSOR)
+    return kind_names[kind];
+  return "unknown";
+}
+
+int
+dbuf_layout_kind_parse(const char *name, dbuf_layout_kind_t *kind)
+{
+  if (name == NULL || kind == NULL)
+    return DBUF_EINVAL;
+  for (int k = DBUF_LAYOUT_PADDED; k <= DBUF_LAYOUT_TENSOR; k++) {
+    if (strcmp(name, kind_names[k]) == 0) {
+      *kind = (dbuf_layout_kind_t)k;
+      return 0;
+    }
+  }
+  return DBUF_EINVAL;
+}
+
+void
+dbuf_layout_params_init(dbuf_layout_params_t *p)
+{
+  if (p == NULL)
+    return;
+  memset(p, 0, sizeof *p);
+  p->kind = DBUF_LAYOUT_PADDED;
+  p->nranks = 1;
+  p->block_size = 1;
+}
+
+typedef struct {
+  int64_t off, id;
+} off_id_t;
+
+static int
+cmp_off_id(const void *a, const void *b)
+{
+  const off_id_t *x = a, *y = b;
+  if (x->off != y->off)
+    return x->off < y->off ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+int
+dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
+                      int nranks, int64_t block_size, int64_t chunk_size,
+                      int64_t size, int64_t *offsets, int64_t *range,
+                      int *owners, dbuf_layout_t **out)
+{
+  int rc = DBUF_ENOMEM;
+  int64_t n = dbuf_tensors_count(tensors);
+  off_id_t *tmp = NULL;
+  dbuf_layout_t *l = calloc(1, sizeof *l);
+
+  if (l == NULL)
+    goto fail;
+  l->kind = kind;
+  l->nranks = nranks;
+  l->block_size = block_size;
+  l->chunk_size = chunk_size;
+  l->size = size;
+  l->n = n;
+  l->offsets = offsets;
+  l->range = range;
+  l->owners = owners;
+  offsets = NULL;
+  range = NULL;
+  owners = NULL;
+  if ((rc = dbuf_tensors_dup(tensors, &l->tensors)) != 0)
+    goto fail;
+  rc = DBUF_ENOMEM;
+  l->order = dbuf__mallocn(n, sizeof *l->order);
+  tmp = dbuf__mallocn(n, sizeof *tmp);
+  if (l->order == NULL || tmp == NULL)
+    goto fail;
+  /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
+  int sorted = 1;
+  for (int64_t i = 0; i < n; i++) {
+    tmp[i].off = l->offsets[i];
+    tmp[i].id = i;
+    if (i > 0 && tmp[i].off < tmp[i - 1].off)
+      sorted = 0;
+  }
+  if (!sorted)
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_off_id);
+  for (int64_t i = 0; i < n; i++)
+    l->order[i] = tmp[i].id;
+  free(tmp);
+  *out = l;
+  return 0;
+fail:
+  free(tmp);
+  free(offsets);
+  free(range);
+  free(owners);
+  dbuf_layout_destroy(l);
+  return rc;
+}
+
+int
+dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
+                       int nranks, int64_t block_size, int64_t chunk_size,
+                       int64_t size, const int64_t *offsets,
+                       const int64_t *rank_offsets, const int *owners,
+                       dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  int64_t n = dbuf_tensors_count(tensors);
+  if (tensors == NULL || out == NULL || rank_offsets == NULL ||
+      (n > 0 && offsets == NULL))
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_TENSOR)
+    return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
+  if (nranks < 1)
+    return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d",
+                      nranks);
+  if (block_size < 1)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "block size must be positive, got %lld",
+                      (long long)block_size);
+  if (size < 0)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)",
+                      (long long)size);
+  if (chunk_size < 0 || (kind == DBUF_LAYOUT_PADDED && chunk_size < 1))
+    return dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
+                      (long long)chunk_size);
+  if (owners != NULL) {
+    for (int64_t i = 0; i < n; i++) {
+      if (owners[i] < 0 || owners[i] >= nranks)
+        return dbuf__diag(diag, DBUF_EOWNER,
+                          "tensor %s: owner %d out of range [0, %d)",
+                          dbuf_tensors_name(tensors, i), owners[i], nranks);
+    }
+  }
+
+  int64_t *off = dbuf__mallocn(n, sizeof *off);
+  int64_t *range = dbuf__mallocn((int64_t)nranks + 1, sizeof *range);
+  int *own = owners ? dbuf__mallocn(n, sizeof *own) : NULL;
+  if (off == NULL || range == NULL || (owners && own == NULL)) {
+    free(off);
+    free(range);
+    free(own);
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                      (long long)n);
+  }
+  if (n > 0)
+    memcpy(off, offsets, (size_t)n * sizeof *off);
+  memcpy(range, rank_offsets, (size_t)nranks * sizeof *range);
+  range[nranks] = size;
+  if (own)
+    memcpy(own, owners, (size_t)n * sizeof *own);
+  int rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
+                                 kind == DBUF_LAYOUT_PADDED ? chunk_size : 0,
+                                 size, off, range, own, out);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
+  return 0;
+}
+
+void
+dbuf_layout_destroy(dbuf_layout_t *l)
+{
+  if (l == NULL)
+    return;
+  dbuf_tensors_destroy(l->tensors);
+  free(l->offsets);
+  free(l->range);
+  free(l->owners);
+  free(l->order);
+  free(l);
+}
+
+dbuf_layout_kind_t
+dbuf_layout_kind(const dbuf_layout_t *l)
+{
+  return l ? l->kind : (dbuf_layout_kind_t)0;
+}
+
+int
+dbuf_layout_nranks(const dbuf_layout_t *l)
+{
+  return l ? l->nranks : 0;
+}
+
+int64_t
+dbuf_layout_block_size(const dbuf_layout_t *l)
+{
+  return l ? l->block_size : 0;
+}
+
+int64_t
+dbuf_layout_chunk_size(const dbuf_layout_t *l)
+{
+  return l ? l->chunk_size : 0;
+}
+
+int64_t
+dbuf_layout_size(const dbuf_layout_t *l)
+{
+  return l ? l->size : 0;
+}
+
+int64_t
+dbuf_layout_ntensors(const dbuf_layout_t *l)
+{
+  return l ? l->n : 0;
+}
+
+const dbuf_tensors_t *
+dbuf_layout_tensors(const dbuf_layout_t *l)
+{
+  return l ? l->tensors : NULL;
+}
+
+const int64_t *
+dbuf_layout_offsets(const dbuf_layout_t *l)
+{
+  return l ? l->offsets : NULL;
+}
+
+const int64_t *
+dbuf_layout_range(const dbuf_layout_t *l)
+{
+  return l ? l->range : NULL;
+}
+
+const int *
+dbuf_layout_owners(const dbuf_layout_t *l)
+{
+  return l ? l->owners : NULL;
+}
+
+const int64_t *
+dbuf_layout_order(const dbuf_layout_t *l)
+{
+  return l ? l->order : NULL;
+}

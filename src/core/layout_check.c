@@ -1,0 +1,255 @@
+/*
+ * Layout validation: every invariant of the layout's kind, on any layout,
+ * including one read from a file.  O(n log n) (the order is precomputed)
+ * plus O(nranks log n) for the cuts.
+ */
+#include "core_internal.h"
+#include "layout_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+  dbuf_violation_fn fn;
+  void *arg;
+  int64_t count;
+  int stop;
+  dbuf_diag_t *first;
+} vctx_t;
+
+static void report(vctx_t *c, dbuf_violation_kind_t kind, int64_t tensor,
+                   int64_t other, int rank, int64_t a, int64_t b,
+                   const char *fmt, ...) DBUF__PRINTF(8, 9);
+
+static void
+report(vctx_t *c, dbuf_violation_kind_t kind, int64_t tensor, int64_t other,
+       int rank, int64_t a, int64_t b, const char *fmt, ...)
+{
+  dbuf_violation_t v;
+  va_list ap;
+
+  if (c->stop)
+    return;
+  v.kind = kind;
+  v.tensor = tensor;
+  v.other = other;
+  v.rank = rank;
+  v.a = a;
+  v.b = b;
+  va_start(ap, fmt);
+  vsnprintf(v.msg, sizeof v.msg, fmt, ap);
+  va_end(ap);
+  if (c->count++ == 0 && c->first != NULL)
+    dbuf__diag(c->first, DBUF_ELAYOUT, "%s", v.msg);
+  if (c->fn != NULL && c->fn(&v, c->arg) != 0)
+    c->stop = 1;
+}
+
+#define NAME(l, i) dbuf_tensors_name((l)->tensors, (i))
+#define NUMEL(l, i) dbuf_tensors_numel((l)->tensors, (i))
+
+static int
+in_bounds(const dbuf_layout_t *l, int64_t i)
+{
+  int64_t off = l->offsets[i];
+  return off >= 0 && off <= l->size && NUMEL(l, i) <= l->size - off;
+}
+
+static int
+range_ok(const dbuf_layout_t *l, vctx_t *c)
+{
+  int ok = 1;
+  if (l->range[0] != 0) {
+    report(c, DBUF_VIOL_RANGE, -1, -1, 0, l->range[0], 0,
+           "rank 0: segment starts at %lld, not 0", (long long)l->range[0]);
+    ok = 0;
+  }
+  for (int r = 0; r < l->nranks; r++) {
+    if (l->range[r + 1] < l->range[r]) {
+      report(c, DBUF_VIOL_RANGE, -1, -1, r, l->range[r], l->range[r + 1],
+             "rank %d: segment [%lld, %lld) ends before it starts", r,
+             (long long)l->range[r], (long long)l->range[r + 1]);
+      ok = 0;
+    }
+  }
+  return ok;
+}
+
+/* Last position p in order with offset < x among in-bounds tensors, or -1. */
+static int64_t
+last_before(const dbuf_layout_t *l, int64_t x)
+{
+  int64_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (l->offsets[l->order[mid]] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo - 1;
+}
+
+/* The non-empty tensor strictly containing position x (off < x < end), or -1. */
+static int64_t
+tensor_cut_by(const dbuf_layout_t *l, int64_t x)
+{
+  for (int64_t p = last_before(l, x); p >= 0; p--) {
+    int64_t id = l->order[p];
+    if (NUMEL(l, id) == 0)
+      continue; /* empty tensors cannot be cut; look further back */
+    return l->offsets[id] + NUMEL(l, id) > x ? id : -1;
+  }
+  return -1;
+}
+
+int
+dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
+                     int64_t *nviol, dbuf_diag_t *diag)
+{
+  vctx_t c = {fn, arg, 0, 0, diag};
+  int64_t logical = 0;
+
+  if (l == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  int ranges_good = range_ok(l, &c);
+
+  /* Per tensor: bounds, block divisibility, alignment (padded). */
+  for (int64_t i = 0; i < l->n && !c.stop; i++) {
+    int64_t off = l->offsets[i], numel = NUMEL(l, i);
+    int64_t rows = dbuf_tensors_rows(l->tensors, i);
+    int64_t align = 0;
+    logical += numel;
+    if (!in_bounds(l, i)) {
+      report(&c, DBUF_VIOL_BOUNDS, i, -1, -1, off, off + (off >= 0 && numel <= INT64_MAX - off ? numel : 0),
+             "tensor %s: [%lld, +%lld) is outside the buffer [0, %lld)",
+             NAME(l, i), (long long)off, (long long)numel, (long long)l->size);
+      continue;
+    }
+    if (rows % l->block_size != 0)
+      report(&c, DBUF_VIOL_BLOCK, i, -1, -1, rows, l->block_size,
+             "tensor %s: dim 0 = %lld not divisible by block size %lld",
+             NAME(l, i), (long long)rows, (long long)l->block_size);
+    if (l->kind == DBUF_LAYOUT_PADDED &&
+        !dbuf__mul(l->block_size, dbuf_tensors_row_elems(l->tensors, i),
+                   &align) &&
+        off % align != 0)
+      report(&c, DBUF_VIOL_ALIGN, i, -1, -1, off, align,
+             "tensor %s: offset %lld is not a multiple of its block x row "
+             "size %lld",
+             NAME(l, i), (long long)off, (long long)align);
+  }
+
+  /* Overlaps: a sweep over the tensors in offset order. */
+  int64_t max_end = 0, max_id = -1;
+  for (int64_t p = 0; p < l->n && !c.stop; p++) {
+    int64_t id = l->order[p], off = l->offsets[id], numel = NUMEL(l, id);
+    if (numel == 0 || !in_bounds(l, id))
+      continue;
+    if (max_id >= 0 && off < max_end)
+      report(&c, DBUF_VIOL_OVERLAP, id, max_id, -1, off, max_end,
+             "tensor %s [%lld, %lld) overlaps tensor %s [%lld, %lld)",
+             NAME(l, id), (long long)off, (long long)(off + numel),
+             NAME(l, max_id), (long long)l->offsets[max_id],
+             (long long)max_end);
+    if (max_id < 0 || off + numel > max_end) {
+      max_end = off + numel;
+      max_id = id;
+    }
+  }
+
+  /* Padded: chunk is the LCM, segments equal and multiples of the chunk. */
+  if (l->kind == DBUF_LAYOUT_PADDED && !c.stop) {
+    int64_t chunk;
+    if (dbuf__layout_chunk(l->tensors, l->block_size, &chunk, NULL) != 0 ||
+        chunk != l->chunk_size)
+      report(&c, DBUF_VIOL_CHUNK, -1, -1, -1, l->chunk_size, chunk,
+             "chunk size %lld is not the LCM of block x row sizes",
+             (long long)l->chunk_size);
+    int64_t seg0 = l->range[1] - l->range[0];
+    for (int r = 0; r < l->nranks && !c.stop; r++) {
+      int64_t seg = l->range[r + 1] - l->range[r];
+      if (seg != seg0)
+        report(&c, DBUF_VIOL_UNEQUAL, -1, -1, r, l->range[r], l->range[r + 1],
+               "rank %d: segment [%lld, %lld) has %lld elements, rank 0 has "
+               "%lld (padded segments must be equal)",
+               r, (long long)l->range[r], (long long)l->range[r + 1],
+               (long long)seg, (long long)seg0);
+      else if (l->chunk_size > 0 && seg % l->chunk_size != 0)
+        report(&c, DBUF_VIOL_CHUNK, -1, -1, r, l->range[r], l->range[r + 1],
+               "rank %d: segment of %lld elements is not a multiple of chunk "
+               "%lld",
+               r, (long long)seg, (long long)l->chunk_size);
+    }
+  }
+
+  /* Rank cuts: on a row (block) boundary, or between tensors. */
+  if (ranges_good) {
+    for (int r = 1; r < l->nranks && !c.stop; r++) {
+      int64_t cut = l->range[r];
+      int64_t id = tensor_cut_by(l, cut);
+      if (id < 0)
+        continue;
+      int64_t off = l->offsets[id], within = cut - off;
+      int64_t align = l->block_size * dbuf_tensors_row_elems(l->tensors, id);
+      if (l->kind == DBUF_LAYOUT_TENSOR)
+        report(&c, DBUF_VIOL_SPLIT, id, -1, r, off, cut,
+               "tensor %s [%lld, %lld) is split at %lld between rank %d and "
+               "rank %d (TensorAtomic)",
+               NAME(l, id), (long long)off, (long long)(off + NUMEL(l, id)),
+               (long long)cut, r - 1, r);
+      else if (within % align != 0)
+        report(&c, DBUF_VIOL_CUT, id, -1, r, cut, off + within / align * align,
+               "rank %d: boundary %lld cuts tensor %s inside row %lld (element "
+               "%lld of a %lld-element %s)",
+               r, (long long)cut, NAME(l, id),
+               (long long)(within / dbuf_tensors_row_elems(l->tensors, id)),
+               (long long)within, (long long)align,
+               l->block_size > 1 ? "block" : "row");
+    }
+  }
+
+  /* TensorAtomic with recorded owners: each tensor in its owner's segment. */
+  if (l->kind == DBUF_LAYOUT_TENSOR && l->owners != NULL && ranges_good) {
+    for (int64_t i = 0; i < l->n && !c.stop; i++) {
+      int o = l->owners[i];
+      int64_t off = l->offsets[i], end = off + NUMEL(l, i);
+      if (!in_bounds(l, i) || o < 0 || o >= l->nranks)
+        continue;
+      if (off < l->range[o] || end > l->range[o + 1])
+        report(&c, DBUF_VIOL_SPLIT, i, -1, o, off, end,
+               "tensor %s [%lld, %lld) is not inside the segment [%lld, %lld) "
+               "of its owner rank %d",
+               NAME(l, i), (long long)off, (long long)end,
+               (long long)l->range[o], (long long)l->range[o + 1], o);
+    }
+  }
+
+  /* Unpadded and tensor layouts have no padding at all. */
+  if (l->kind != DBUF_LAYOUT_PADDED && logical != l->size && !c.stop) {
+    int64_t cursor = 0, at = -1;
+    for (int64_t p = 0; p < l->n; p++) {
+      int64_t id = l->order[p];
+      if (NUMEL(l, id) == 0)
+        continue;
+      if (l->offsets[id] > cursor) {
+        at = cursor;
+        break;
+      }
+      if (l->offsets[id] + NUMEL(l, id) > cursor)
+        cursor = l->offsets[id] + NUMEL(l, id);
+    }
+    if (at < 0)
+      at = cursor;
+    report(&c, DBUF_VIOL_GAP, -1, -1, -1, at, l->size - logical,
+           "%s layout has %lld padding elements (first hole at %lld); it "
+           "promises none",
+           dbuf_layout_kind_name(l->kind), (long long)(l->size - logical),
+           (long long)at);
+  }
+
+  if (nviol != NULL)
+    *nviol = c.count;
+  return c.count ? DBUF_ELAYOUT : 0;
+}

@@ -1,0 +1,34 @@
+/* The layout object, shared by the builders, validators and queries. */
+#ifndef DBUF_LAYOUT_INTERNAL_H
+#define DBUF_LAYOUT_INTERNAL_H
+
+#include "dbuf/layout.h"
+
+struct dbuf_layout {
+  dbuf_layout_kind_t kind;
+  int nranks;
+  int64_t block_size;
+  int64_t chunk_size; /* PADDED only, else 0 */
+  int64_t size;
+  int64_t n;              /* tensors */
+  dbuf_tensors_t *tensors; /* owned copy */
+  int64_t *offsets;       /* [n] */
+  int64_t *range;         /* [nranks + 1] */
+  int *owners;            /* [n] or NULL */
+  int64_t *order;         /* [n] ids sorted by (offset, id) */
+};
+
+/* Take ownership of the arrays (freed on failure too) and build the order. */
+int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
+                          int nranks, int64_t block_size, int64_t chunk_size,
+                          int64_t size, int64_t *offsets, int64_t *range,
+                          int *owners, dbuf_layout_t **out);
+
+/* LCM of block_size x row size over the tensors (1 for none), checked. */
+int dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size,
+                       int64_t *chunk, dbuf_diag_t *diag);
+
+/* Rank whose non-empty segment holds i (0 <= i < size). */
+int dbuf__layout_owner(const dbuf_layout_t *l, int64_t i);
+
+#endif /* DBUF_LAYOUT_INTERNAL_H */

@@ -1,0 +1,246 @@
+/* Ownership queries: rank ranges, mesh-local ranges, owners, pieces, stats. */
+#include "core_internal.h"
+#include "layout_internal.h"
+
+#include <string.h>
+
+int
+dbuf_layout_rank_range(const dbuf_layout_t *l, int rank, int64_t *start,
+                       int64_t *end)
+{
+  if (l == NULL || start == NULL || end == NULL)
+    return DBUF_EINVAL;
+  if (rank < 0 || rank >= l->nranks)
+    return DBUF_ERANGE;
+  *start = l->range[rank];
+  *end = l->range[rank + 1];
+  return 0;
+}
+
+int
+dbuf_layout_local_range(const dbuf_layout_t *l, int naxes, const int *sizes,
+                        const int *coords, const int *sharded, int64_t *start,
+                        int64_t *end, int *first_seg, int *nseg,
+                        dbuf_diag_t *diag)
+{
+  int64_t nshards = 1, idx = 0;
+  if (l == NULL || sizes == NULL || coords == NULL || sharded == NULL ||
+      start == NULL || end == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (naxes < 1 || naxes > DBUF_MAX_DIMS)
+    return dbuf__diag(diag, DBUF_EINVAL, "mesh has %d axes (1 to %d)", naxes,
+                      DBUF_MAX_DIMS);
+  /* Outermost sharded axis least significant, innermost most significant. */
+  for (int a = 0; a < naxes; a++) {
+    if (sizes[a] < 1)
+      return dbuf__diag(diag, DBUF_EINVAL, "mesh axis %d has size %d", a,
+                        sizes[a]);
+    if (coords[a] < 0 || coords[a] >= sizes[a])
+      return dbuf__diag(diag, DBUF_ERANGE,
+                        "mesh axis %d: coordinate %d outside [0, %d)", a,
+                        coords[a], sizes[a]);
+    if (!sharded[a])
+      continue;
+    int64_t term;
+    if (dbuf__mul(coords[a], nshards, &term) || dbuf__add(idx, term, &idx) ||
+        dbuf__mul(nshards, sizes[a], &nshards))
+      return dbuf__diag(diag, DBUF_EOVERFLOW, "mesh shard count overflows");
+  }
+  if (nshards > l->nranks || l->nranks % nshards != 0)
+    return dbuf__diag(diag, DBUF_ENRANKS,
+                      "layout has %d segments, not a multiple of the %lld "
+                      "shards of the mesh",
+                      l->nranks, (long long)nshards);
+  int per = (int)(l->nranks / nshards);
+  int first = (int)idx * per;
+  *start = l->range[first];
+  *end = l->range[first + per];
+  if (first_seg)
+    *first_seg = first;
+  if (nseg)
+    *nseg = per;
+  return 0;
+}
+
+int
+dbuf__layout_owner(const dbuf_layout_t *l, int64_t i)
+{
+  /* Last rank r with range[r] <= i; then range[r+1] > i. */
+  int lo = 0, hi = l->nranks;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (l->range[mid + 1] <= i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+int
+dbuf_layout_owner_of(const dbuf_layout_t *l, int64_t i, int *rank)
+{
+  if (l == NULL || rank == NULL)
+    return DBUF_EINVAL;
+  if (i < 0 || i >= l->size)
+    return DBUF_ERANGE;
+  *rank = dbuf__layout_owner(l, i);
+  return 0;
+}
+
+/* First position in order whose tensor may hold elements at or after x. */
+static int64_t
+first_touching(const dbuf_layout_t *l, int64_t x)
+{
+  int64_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (l->offsets[l->order[mid]] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  /* One non-empty tensor before x may reach past it (valid layouts). */
+  for (int64_t p = lo - 1; p >= 0; p--) {
+    int64_t id = l->order[p];
+    int64_t numel = dbuf_tensors_numel(l->tensors, id);
+    if (numel == 0)
+      continue;
+    if (l->offsets[id] + numel > x)
+      return p;
+    break;
+  }
+  return lo;
+}
+
+int
+dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i, int64_t *tensor)
+{
+  if (l == NULL || tensor == NULL)
+    return DBUF_EINVAL;
+  if (i < 0 || i >= l->size)
+    return DBUF_ERANGE;
+  *tensor = -1;
+  for (int64_t p = first_touching(l, i); p < l->n; p++) {
+    int64_t id = l->order[p], off = l->offsets[id];
+    if (off > i)
+      break;
+    if (i < off + dbuf_tensors_numel(l->tensors, id)) {
+      *tensor = id;
+      break;
+    }
+  }
+  return 0;
+}
+
+static void
+fill_piece(const dbuf_layout_t *l, int64_t id, int rank, int64_t lo, int64_t hi,
+           dbuf_piece_t *pc)
+{
+  int64_t off = l->offsets[id], re = dbuf_tensors_row_elems(l->tensors, id);
+  int64_t b = lo - off, e = hi - off;
+  pc->tensor = id;
+  pc->rank = rank;
+  pc->elem_begin = b;
+  pc->nelems = e - b;
+  pc->first_row = b / re;
+  pc->nrows = (e + re - 1) / re - pc->first_row;
+  pc->whole_rows = b % re == 0 && e % re == 0;
+  pc->offset = lo - l->range[rank];
+}
+
+int
+dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank, dbuf_piece_t *buf,
+                        int64_t cap, int64_t *n)
+{
+  int64_t count = 0;
+  if (l == NULL || n == NULL || cap < 0)
+    return DBUF_EINVAL;
+  if (rank < 0 || rank >= l->nranks)
+    return DBUF_ERANGE;
+  int64_t s = l->range[rank], e = l->range[rank + 1];
+  if (s < e) {
+    for (int64_t p = first_touching(l, s); p < l->n; p++) {
+      int64_t id = l->order[p], off = l->offsets[id];
+      int64_t numel = dbuf_tensors_numel(l->tensors, id);
+      if (off >= e)
+        break;
+      if (numel == 0 || off + numel <= s)
+        continue;
+      if (buf != NULL && count < cap)
+        fill_piece(l, id, rank, off > s ? off : s,
+                   off + numel < e ? off + numel : e, &buf[count]);
+      count++;
+    }
+  }
+  *n = count;
+  return 0;
+}
+
+int
+dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor,
+                          dbuf_piece_t *buf, int64_t cap, int64_t *n)
+{
+  int64_t count = 0;
+  if (l == NULL || n == NULL || cap < 0)
+    return DBUF_EINVAL;
+  if (tensor < 0 || tensor >= l->n)
+    return DBUF_ERANGE;
+  int64_t off = l->offsets[tensor];
+  int64_t end = off + dbuf_tensors_numel(l->tensors, tensor);
+  if (off < end && off >= 0 && end <= l->size) {
+    for (int r = dbuf__layout_owner(l, off); r < l->nranks && l->range[r] < end;
+         r++) {
+      int64_t lo = off > l->range[r] ? off : l->range[r];
+      int64_t hi = end < l->range[r + 1] ? end : l->range[r + 1];
+      if (lo >= hi)
+        continue;
+      if (buf != NULL && count < cap)
+        fill_piece(l, tensor, r, lo, hi, &buf[count]);
+      count++;
+    }
+  }
+  *n = count;
+  return 0;
+}
+
+int
+dbuf_layout_stats(const dbuf_layout_t *l, dbuf_layout_stats_t *st)
+{
+  if (l == NULL || st == NULL)
+    return DBUF_EINVAL;
+  memset(st, 0, sizeof *st);
+  int64_t last_end = 0, largest = -1;
+  st->logical = dbuf_tensors_total(l->tensors);
+  st->largest_tensor = -1;
+  for (int64_t i = 0; i < l->n; i++) {
+    int64_t off = l->offsets[i], numel = dbuf_tensors_numel(l->tensors, i);
+    if (numel > largest) {
+      largest = numel;
+      st->largest_tensor = i;
+    }
+    if (numel == 0 || off < 0 || off > l->size || numel > l->size - off)
+      continue;
+    if (off + numel > last_end)
+      last_end = off + numel;
+    if (dbuf__layout_owner(l, off) != dbuf__layout_owner(l, off + numel - 1))
+      st->split_tensors++;
+  }
+  st->padding = l->size - st->logical;
+  st->tail_elems = l->size - last_end;
+  st->gap_elems = st->padding - st->tail_elems;
+  for (int r = 0; r < l->nranks; r++) {
+    int64_t seg = l->range[r + 1] - l->range[r];
+    if (r == 0 || seg < st->min_segment) {
+      st->min_segment = seg;
+      st->min_rank = r;
+    }
+    if (r == 0 || seg > st->max_segment) {
+      st->max_segment = seg;
+      st->max_rank = r;
+    }
+    if (seg == 0)
+      st->empty_segments++;
+  }
+  return 0;
+}

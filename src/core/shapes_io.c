@@ -1,0 +1,282 @@
+/* Shape-list readers (text and JSON), whole-file reads, integer lists. */
+#include "dbuf/shapes_io.h"
+#include "core_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint64_t
+dbuf_hash64(const void *data, size_t len, uint64_t seed)
+{
+  return XXH3_64bits_withSeed(data, len, seed);
+}
+
+int
+dbuf_file_read_all(const char *path, char **data, size_t *len,
+                   dbuf_diag_t *diag)
+{
+  FILE *f;
+  char *buf = NULL;
+  size_t used = 0, cap = 0;
+  int is_stdin;
+
+  if (path == NULL || data == NULL || len == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  is_stdin = strcmp(path, "-") == 0;
+  f = is_stdin ? stdin : fopen(path, "rb");
+  if (f == NULL)
+    return dbuf__diag(diag, DBUF_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+  for (;;) {
+    if (cap - used < 65536) {
+      size_t ncap = cap ? cap * 2 : 65536;
+      char *nb = ncap > cap ? realloc(buf, ncap + 1) : NULL;
+      if (nb == NULL) {
+        free(buf);
+        if (!is_stdin)
+          fclose(f);
+        return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t got = fread(buf + used, 1, cap - used, f);
+    used += got;
+    if (got == 0)
+      break;
+  }
+  if (ferror(f)) {
+    int e = errno;
+    free(buf);
+    if (!is_stdin)
+      fclose(f);
+    return dbuf__diag(diag, DBUF_EIO, "%s: read error: %s", path, strerror(e));
+  }
+  if (!is_stdin)
+    fclose(f);
+  buf[used] = '\0';
+  *data = buf;
+  *len = used;
+  return 0;
+}
+
+static const char *
+display_name(const char *path)
+{
+  return strcmp(path, "-") == 0 ? "<stdin>" : path;
+}
+
+static int
+parse_json(const char *name, const char *text, size_t len,
+           dbuf_tensors_t *t, dbuf_diag_t *diag)
+{
+  json_error_t jerr;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  int rc = 0;
+
+  if (root == NULL)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s:%d: invalid JSON: %s", name,
+                      jerr.line, jerr.text);
+  if (!json_is_array(root)) {
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s:1: expected a JSON array of {\"name\", \"shape\"} "
+                    "objects",
+                    name);
+    goto out;
+  }
+  size_t i;
+  json_t *item;
+  json_array_foreach(root, i, item) {
+    json_t *jn = json_object_get(item, "name");
+    json_t *js = json_object_get(item, "shape");
+    int64_t dims[DBUF_MAX_DIMS];
+    dbuf_diag_t d;
+    if (!json_is_object(item) || !json_is_string(jn) || !json_is_array(js)) {
+      rc = dbuf__diag(diag, DBUF_EPARSE,
+                      "%s: entry %zu: expected {\"name\": string, \"shape\": "
+                      "[integers]}",
+                      name, i);
+      goto out;
+    }
+    size_t nd = json_array_size(js);
+    if (nd > DBUF_MAX_DIMS) {
+      rc = dbuf__diag(diag, DBUF_ESHAPE, "%s: entry %zu: tensor %s: %zu dims (at most %d)",
+                      name, i, json_string_value(jn), nd, DBUF_MAX_DIMS);
+      goto out;
+    }
+    for (size_t k = 0; k < nd; k++) {
+      json_t *v = json_array_get(js, k);
+      if (!json_is_integer(v)) {
+        rc = dbuf__diag(diag, DBUF_EPARSE,
+                        "%s: entry %zu: tensor %s: dim %zu is not an integer",
+                        name, i, json_string_value(jn), k);
+        goto out;
+      }
+      dims[k] = json_integer_value(v);
+    }
+    if ((rc = dbuf_tensors_add(t, json_string_value(jn), (int)nd, dims, &d)) !=
+        0) {
+      dbuf__diag(diag, rc, "%s: entry %zu: %s", name, i, d.msg);
+      goto out;
+    }
+  }
+out:
+  json_decref(root);
+  return rc;
+}
+
+static int
+parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
+           dbuf_diag_t *diag)
+{
+  const char *p = text, *end = text + len;
+  long line = 0;
+  char buf[4096];
+
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    line++;
+    if ((size_t)(le - p) >= sizeof buf)
+      return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: line longer than %zu bytes",
+                        name, line, sizeof buf - 1);
+    memcpy(buf, p, (size_t)(le - p));
+    buf[le - p] = '\0';
+    p = nl ? nl + 1 : end;
+    char *hash = strchr(buf, '#');
+    if (hash)
+      *hash = '\0';
+    char *save = NULL;
+    char *tname = strtok_r(buf, " \t\r\f\v", &save);
+    if (tname == NULL)
+      continue;
+    char *shape = strtok_r(NULL, " \t\r\f\v", &save);
+    char *extra = strtok_r(NULL, " \t\r\f\v", &save);
+    if (shape == NULL)
+      return dbuf__diag(diag, DBUF_EPARSE,
+                        "%s:%ld: tensor %s: missing shape (expected 'NAME "
+                        "d0xd1...')",
+                        name, line, tname);
+    if (extra != NULL)
+      return dbuf__diag(diag, DBUF_EPARSE,
+                        "%s:%ld: tensor %s: unexpected text '%s' after the shape",
+                        name, line, tname, extra);
+    int ndim;
+    int64_t dims[DBUF_MAX_DIMS];
+    dbuf_diag_t d;
+    int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
+    if (rc == 0)
+      rc = dbuf_tensors_add(t, tname, ndim, dims, &d);
+    if (rc != 0)
+      return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
+                        d.msg);
+  }
+  return 0;
+}
+
+int
+dbuf_shapes_parse(const char *name, const char *text, size_t len,
+                  dbuf_tensors_t **out, dbuf_diag_t *diag)
+{
+  dbuf_tensors_t *t;
+  int rc;
+  if (name == NULL || text == NULL || out == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (memchr(text, '\0', len) != NULL)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)",
+                      name);
+  if ((rc = dbuf_tensors_create(&t)) != 0)
+    return dbuf__diag(diag, rc, "%s: %s", name, dbuf_strerror(rc));
+  size_t i = 0;
+  while (i < len && isspace((unsigned char)text[i]))
+    i++;
+  if (i < len && text[i] == '[')
+    rc = parse_json(name, text, len, t, diag);
+  else
+    rc = parse_text(name, text, len, t, diag);
+  if (rc != 0) {
+    dbuf_tensors_destroy(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+int
+dbuf_shapes_read(const char *path, dbuf_tensors_t **out, uint64_t *digest,
+                 dbuf_diag_t *diag)
+{
+  char *data;
+  size_t len;
+  int rc;
+  if (path == NULL || out == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if ((rc = dbuf_file_read_all(path, &data, &len, diag)) != 0)
+    return rc;
+  rc = dbuf_shapes_parse(display_name(path), data, len, out, diag);
+  if (rc == 0 && digest != NULL)
+    *digest = dbuf_hash64(data, len, 0);
+  free(data);
+  return rc;
+}
+
+int
+dbuf_ints_read(const char *path, int64_t **vals, int64_t *n, dbuf_diag_t *diag)
+{
+  char *data, *p, *save = NULL;
+  size_t len;
+  int64_t count = 0, cap = 0, *v = NULL;
+  long line = 0;
+  int rc;
+
+  if (path == NULL || vals == NULL || n == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if ((rc = dbuf_file_read_all(path, &data, &len, diag)) != 0)
+    return rc;
+  const char *name = display_name(path);
+  for (p = data; p != NULL && (size_t)(p - data) <= len;) {
+    char *nl = strchr(p, '\n');
+    if (nl)
+      *nl = '\0';
+    line++;
+    char *hash = strchr(p, '#');
+    if (hash)
+      *hash = '\0';
+    char *tok = strtok_r(p, " \t\r", &save);
+    p = nl ? nl + 1 : NULL;
+    if (tok == NULL)
+      continue;
+    char *extra = strtok_r(NULL, " \t\r", &save);
+    char *end;
+    errno = 0;
+    long long x = strtoll(tok, &end, 10);
+    if (*end != '\0' || errno == ERANGE || extra != NULL) {
+      rc = dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: expected one integer, got '%s%s%s'",
+                      name, line, tok, extra ? " " : "", extra ? extra : "");
+      goto fail;
+    }
+    if (count == cap) {
+      int64_t ncap = cap ? cap * 2 : 64;
+      int64_t *nv = dbuf__reallocn(v, ncap, sizeof *nv);
+      if (nv == NULL) {
+        rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
+        goto fail;
+      }
+      v = nv;
+      cap = ncap;
+    }
+    v[count++] = x;
+  }
+  free(data);
+  *vals = v;
+  *n = count;
+  return 0;
+fail:
+  free(data);
+  free(v);
+  return rc;
+}

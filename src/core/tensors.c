@@ -1,0 +1,412 @@
+/* The tensor list: flat arrays for dims and names, and a name hash index. */
+#include "dbuf/tensors.h"
+#include "core_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dbuf_tensors {
+  int64_t n, cap;
+  int64_t *numel;     /* [cap] */
+  int64_t *row_elems; /* [cap] */
+  int64_t *dim_start; /* [cap] index into dims */
+  uint8_t *ndim;      /* [cap] */
+  int64_t *name_off;  /* [cap] index into names */
+  int64_t *dims;      /* [dims_cap] */
+  int64_t ndims, dims_cap;
+  char *names; /* NUL-separated */
+  int64_t names_len, names_cap;
+  int64_t total;
+  int64_t *slots; /* hash: tensor id + 1, 0 = empty */
+  int64_t nslots; /* power of two */
+};
+
+void *
+dbuf__calloc(int64_t n, size_t sz)
+{
+  if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
+    return NULL;
+  return calloc(n ? (size_t)n : 1, sz);
+}
+
+void *
+dbuf__mallocn(int64_t n, size_t sz)
+{
+  if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
+    return NULL;
+  return malloc(n ? (size_t)n * sz : 1);
+}
+
+void *
+dbuf__reallocn(void *p, int64_t n, size_t sz)
+{
+  if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
+    return NULL;
+  return realloc(p, n ? (size_t)n * sz : 1);
+}
+
+static uint64_t
+hash_name(const char *s)
+{
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ULL;
+  }
+  return h ^ (h >> 29);
+}
+
+int
+dbuf_tensors_create(dbuf_tensors_t **out)
+{
+  if (out == NULL)
+    return DBUF_EINVAL;
+  dbuf_tensors_t *t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return DBUF_ENOMEM;
+  *out = t;
+  return 0;
+}
+
+void
+dbuf_tensors_destroy(dbuf_tensors_t *t)
+{
+  if (t == NULL)
+    return;
+  free(t->numel);
+  free(t->row_elems);
+  free(t->dim_start);
+  free(t->ndim);
+  free(t->name_off);
+  free(t->dims);
+  free(t->names);
+  free(t->slots);
+  free(t);
+}
+
+static int
+grow_arrays(dbuf_tensors_t *t, int64_t need)
+{
+  if (need <= t->cap)
+    return 0;
+  int64_t cap = t->cap ? t->cap : 16;
+  while (cap < need) {
+    if (dbuf__mul(cap, 2, &cap))
+      return DBUF_EOVERFLOW;
+  }
+  int64_t *a = dbuf__reallocn(t->numel, cap, sizeof *a);
+  if (a == NULL)
+    return DBUF_ENOMEM;
+  t->numel = a;
+  a = dbuf__reallocn(t->row_elems, cap, sizeof *a);
+  if (a == NULL)
+    return DBUF_ENOMEM;
+  t->row_elems = a;
+  a = dbuf__reallocn(t->dim_start, cap, sizeof *a);
+  if (a == NULL)
+    return DBUF_ENOMEM;
+  t->dim_start = a;
+  a = dbuf__reallocn(t->name_off, cap, sizeof *a);
+  if (a == NULL)
+    return DBUF_ENOMEM;
+  t->name_off = a;
+  uint8_t *d = dbuf__reallocn(t->ndim, cap, sizeof *d);
+  if (d == NULL)
+    return DBUF_ENOMEM;
+  t->ndim = d;
+  t->cap = cap;
+  return 0;
+}
+
+static int
+grow_bytes(void **buf, int64_t *cap, int64_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  int64_t c = *cap ? *cap : 256;
+  while (c < need) {
+    if (dbuf__mul(c, 2, &c))
+      return DBUF_EOVERFLOW;
+  }
+  void *p = dbuf__reallocn(*buf, c, elem);
+  if (p == NULL)
+    return DBUF_ENOMEM;
+  *buf = p;
+  *cap = c;
+  return 0;
+}
+
+int
+dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
+{
+  int64_t need;
+  if (t == NULL || n < 0)
+    return DBUF_EINVAL;
+  if (dbuf__add(t->n, n, &need))
+    return DBUF_EOVERFLOW;
+  return grow_arrays(t, need);
+}
+
+static int64_t
+find_slot(const dbuf_tensors_t *t, const char *name, uint64_t h)
+{
+  uint64_t mask = (uint64_t)t->nslots - 1;
+  for (uint64_t i = h & mask;; i = (i + 1) & mask) {
+    int64_t v = t->slots[i];
+    if (v == 0 || strcmp(t->names + t->name_off[v - 1], name) == 0)
+      return (int64_t)i;
+  }
+}
+
+static int
+rehash(dbuf_tensors_t *t, int64_t nslots)
+{
+  int64_t *slots = dbuf__calloc(nslots, sizeof *slots);
+  if (slots == NULL)
+    return DBUF_ENOMEM;
+  free(t->slots);
+  t->slots = slots;
+  t->nslots = nslots;
+  for (int64_t id = 0; id < t->n; id++) {
+    const char *nm = t->names + t->name_off[id];
+    t->slots[find_slot(t, nm, hash_name(nm))] = id + 1;
+  }
+  return 0;
+}
+
+static int
+name_ok(const char *name)
+{
+  if (name[0] == '\0')
+    return 0;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+    if (*p <= ' ' || *p == 0x7f)
+      return 0;
+  }
+  return 1;
+}
+
+int
+dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
+                 const int64_t *dims, dbuf_diag_t *diag)
+{
+  int64_t numel = 1, row = 1, total, len;
+  int rc;
+
+  if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (!name_ok(name))
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "tensor %lld: name '%s' is empty or has spaces or "
+                      "control characters",
+                      (long long)t->n, name);
+  if (t->nslots > 0) {
+    int64_t s = find_slot(t, name, hash_name(name));
+    if (t->slots[s] != 0)
+      return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                        name, (long long)(t->slots[s] - 1));
+  }
+  if (ndim < 1)
+    return dbuf__diag(diag, DBUF_ESHAPE,
+                      "tensor %s: 0-D shape (scalars cannot be sharded by rows)",
+                      name);
+  if (ndim > DBUF_MAX_DIMS)
+    return dbuf__diag(diag, DBUF_ESHAPE, "tensor %s: %d dims (at most %d)", name,
+                      ndim, DBUF_MAX_DIMS);
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 0)
+      return dbuf__diag(diag, DBUF_ESHAPE, "tensor %s: dim %d is negative (%lld)",
+                        name, d, (long long)dims[d]);
+    if (d > 0 && dims[d] == 0)
+      return dbuf__diag(diag, DBUF_ESHAPE,
+                        "tensor %s: zero-sized non-leading dim %d", name, d);
+    if (d > 0 && dbuf__mul(row, dims[d], &row))
+      return dbuf__diag(diag, DBUF_EOVERFLOW,
+                        "tensor %s: row size overflows 64 bits", name);
+  }
+  if (dbuf__mul(dims[0], row, &numel))
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: element count overflows 64 bits", name);
+  if (dbuf__add(t->total, numel, &total))
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: total element count of the list overflows "
+                      "64 bits",
+                      name);
+  len = (int64_t)strlen(name) + 1;
+  if ((rc = grow_arrays(t, t->n + 1)) != 0 ||
+      (rc = grow_bytes((void **)&t->dims, &t->dims_cap, t->ndims + ndim,
+                       sizeof *t->dims)) != 0 ||
+      (rc = grow_bytes((void **)&t->names, &t->names_cap, t->names_len + len,
+                       1)) != 0)
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  if (t->nslots < 2 * (t->n + 1)) {
+    int64_t ns = t->nslots ? t->nslots : 64;
+    while (ns < 2 * (t->n + 1))
+      ns *= 2;
+    if ((rc = rehash(t, ns)) != 0)
+      return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  }
+
+  int64_t id = t->n;
+  memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
+  memcpy(t->names + t->names_len, name, (size_t)len);
+  t->dim_start[id] = t->ndims;
+  t->name_off[id] = t->names_len;
+  t->ndim[id] = (uint8_t)ndim;
+  t->numel[id] = numel;
+  t->row_elems[id] = row;
+  t->ndims += ndim;
+  t->names_len += len;
+  t->total = total;
+  t->n++;
+  t->slots[find_slot(t, name, hash_name(name))] = id + 1;
+  return 0;
+}
+
+int
+dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
+{
+  dbuf_tensors_t *c;
+  int rc;
+  if (t == NULL || out == NULL)
+    return DBUF_EINVAL;
+  if ((rc = dbuf_tensors_create(&c)) != 0)
+    return rc;
+  if ((rc = dbuf_tensors_reserve(c, t->n)) != 0)
+    goto fail;
+  for (int64_t i = 0; i < t->n; i++) {
+    if ((rc = dbuf_tensors_add(c, t->names + t->name_off[i], t->ndim[i],
+                               t->dims + t->dim_start[i], NULL)) != 0)
+      goto fail;
+  }
+  *out = c;
+  return 0;
+fail:
+  dbuf_tensors_destroy(c);
+  return rc;
+}
+
+int64_t
+dbuf_tensors_count(const dbuf_tensors_t *t)
+{
+  return t ? t->n : 0;
+}
+
+int64_t
+dbuf_tensors_total(const dbuf_tensors_t *t)
+{
+  return t ? t->total : 0;
+}
+
+#define IN_RANGE(t, id) ((t) != NULL && (id) >= 0 && (id) < (t)->n)
+
+const char *
+dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->names + t->name_off[id] : NULL;
+}
+
+int
+dbuf_tensors_ndim(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->ndim[id] : 0;
+}
+
+const int64_t *
+dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->dims + t->dim_start[id] : NULL;
+}
+
+int64_t
+dbuf_tensors_numel(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->numel[id] : -1;
+}
+
+int64_t
+dbuf_tensors_rows(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->dims[t->dim_start[id]] : -1;
+}
+
+int64_t
+dbuf_tensors_row_elems(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? t->row_elems[id] : -1;
+}
+
+int
+dbuf_tensors_find(const dbuf_tensors_t *t, const char *name, int64_t *id)
+{
+  if (t == NULL || name == NULL || id == NULL)
+    return DBUF_EINVAL;
+  if (t->nslots == 0)
+    return DBUF_ENOTFOUND;
+  int64_t v = t->slots[find_slot(t, name, hash_name(name))];
+  if (v == 0)
+    return DBUF_ENOTFOUND;
+  *id = v - 1;
+  return 0;
+}
+
+int
+dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
+                       size_t len)
+{
+  size_t used = 0;
+  if (t == NULL || buf == NULL || len == 0)
+    return DBUF_EINVAL;
+  buf[0] = '\0';
+  if (!IN_RANGE(t, id))
+    return DBUF_ERANGE;
+  const int64_t *d = t->dims + t->dim_start[id];
+  for (int i = 0; i < t->ndim[id]; i++) {
+    int w = snprintf(buf + used, len - used, i ? "x%lld" : "%lld",
+                     (long long)d[i]);
+    if (w < 0 || (size_t)w >= len - used) {
+      buf[used] = '\0';
+      return DBUF_ENOMEM;
+    }
+    used += (size_t)w;
+  }
+  return 0;
+}
+
+int
+dbuf_shape_parse(const char *text, int *ndim, int64_t dims[DBUF_MAX_DIMS],
+                 dbuf_diag_t *diag)
+{
+  const char *p = text;
+  int n = 0;
+  if (text == NULL || ndim == NULL || dims == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  for (;;) {
+    char *end;
+    if (!isdigit((unsigned char)*p))
+      return dbuf__diag(diag, DBUF_EPARSE,
+                        "shape '%s': expected a non-negative integer at '%s'",
+                        text, p);
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (errno == ERANGE)
+      return dbuf__diag(diag, DBUF_EOVERFLOW,
+                        "shape '%s': dim %d does not fit in 64 bits", text, n);
+    if (n == DBUF_MAX_DIMS)
+      return dbuf__diag(diag, DBUF_ESHAPE, "shape '%s': more than %d dims", text,
+                        DBUF_MAX_DIMS);
+    dims[n++] = v;
+    p = end;
+    if (*p == '\0')
+      break;
+    if (*p != 'x')
+      return dbuf__diag(diag, DBUF_EPARSE,
+                        "shape '%s': unexpected character '%c'", text, *p);
+    p++;
+  }
+  *ndim = n;
+  return 0;
+}

@@ -1,0 +1,753 @@
+/*
+ * Layout core tests: every golden case (both files), errors, validators on
+ * broken layouts, queries, and property tests on random inputs.
+ */
+#include "dbuf/layout.h"
+#include "dbuf/shapes_io.h"
+#include "dbuf/tensors.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* ------------------------------------------------------------------ */
+/* Golden cases                                                         */
+
+static json_t *golden;     /* layouts.jsonl cases */
+static json_t *zoo_golden; /* zoo-layouts.jsonl cases */
+
+static json_t *
+load_jsonl(const char *file)
+{
+  char path[4096];
+  snprintf(path, sizeof path, "%s/golden/%s", test_data_dir(), file);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(2);
+  }
+  json_t *arr = json_array();
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    json_error_t e;
+    json_t *c = json_loadb(line, (size_t)len, 0, &e);
+    if (c == NULL) {
+      fprintf(stderr, "%s: bad JSON: %s\n", path, e.text);
+      exit(2);
+    }
+    json_array_append_new(arr, c);
+  }
+  free(line);
+  fclose(f);
+  return arr;
+}
+
+static dbuf_tensors_t *
+case_tensors(json_t *c, dbuf_diag_t *diag, int *rc)
+{
+  dbuf_tensors_t *t = NULL;
+  json_t *sf = json_object_get(c, "shapes_file");
+  if (sf != NULL) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", test_data_dir(),
+             json_string_value(sf));
+    *rc = dbuf_shapes_read(path, &t, NULL, diag);
+    return t;
+  }
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  json_t *shapes = json_object_get(c, "shapes");
+  size_t i;
+  json_t *s;
+  *rc = 0;
+  json_array_foreach(shapes, i, s) {
+    int64_t dims[DBUF_MAX_DIMS];
+    size_t nd = json_array_size(s);
+    for (size_t k = 0; k < nd && k < DBUF_MAX_DIMS; k++)
+      dims[k] = json_integer_value(json_array_get(s, k));
+    char name[32];
+    snprintf(name, sizeof name, "t%zu", i);
+    *rc = dbuf_tensors_add(t, name, (int)nd, dims, diag);
+    if (*rc != 0)
+      break;
+  }
+  return t;
+}
+
+static int
+run_case(json_t *c, dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  int rc;
+  dbuf_layout_params_t p;
+  dbuf_layout_params_init(&p);
+  dbuf_tensors_t *t = case_tensors(c, diag, &rc);
+  int *owners = NULL;
+  if (rc == 0) {
+    ck_assert_int_eq(
+        dbuf_layout_kind_parse(json_string_value(json_object_get(c, "layout")),
+                               &p.kind),
+        0);
+    p.nranks = (int)json_integer_value(json_object_get(c, "dp_size"));
+    p.block_size = json_integer_value(json_object_get(c, "block_size"));
+    json_t *jo = json_object_get(c, "owners");
+    if (jo != NULL) {
+      p.nowners = (int64_t)json_array_size(jo);
+      owners = calloc(p.nowners + 1, sizeof *owners);
+      for (int64_t i = 0; i < p.nowners; i++)
+        owners[i] = (int)json_integer_value(json_array_get(jo, (size_t)i));
+      p.owners = owners;
+    }
+    rc = dbuf_layout_build(t, &p, out, diag);
+  }
+  free(owners);
+  dbuf_tensors_destroy(t);
+  return rc;
+}
+
+static void
+assert_i64_array(const char *what, const char *name, const int64_t *got,
+                 json_t *want, int64_t n)
+{
+  ck_assert_msg((int64_t)json_array_size(want) == n,
+                "%s: %s has %lld entries, expected %zu", name, what,
+                (long long)n, json_array_size(want));
+  for (int64_t i = 0; i < n; i++) {
+    int64_t w = json_integer_value(json_array_get(want, (size_t)i));
+    ck_assert_msg(got[i] == w, "%s: %s[%lld] = %lld, expected %lld", name,
+                  what, (long long)i, (long long)got[i], (long long)w);
+  }
+}
+
+static void
+check_golden_case(json_t *c)
+{
+  const char *name = json_string_value(json_object_get(c, "name"));
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t diag;
+  dbuf_diag_clear(&diag);
+  int rc = run_case(c, &l, &diag);
+  json_t *exp = json_object_get(c, "expected");
+  if (exp == NULL) {
+    ck_assert_msg(rc < 0, "%s: expected an error (%s), got success", name,
+                  json_string_value(json_object_get(c, "expect_error")));
+    ck_assert_msg(diag.msg[0] != '\0', "%s: error without a message", name);
+    ck_assert_int_eq(diag.code, rc);
+    return;
+  }
+  ck_assert_msg(rc == 0, "%s: %s", name, diag.msg);
+  ck_assert_int_eq(dbuf_layout_size(l),
+                   json_integer_value(json_object_get(exp, "size")));
+  json_t *ch = json_object_get(exp, "chunk_size");
+  if (ch != NULL)
+    ck_assert_int_eq(dbuf_layout_chunk_size(l), json_integer_value(ch));
+  assert_i64_array("tensor_offsets", name, dbuf_layout_offsets(l),
+                   json_object_get(exp, "tensor_offsets"),
+                   dbuf_layout_ntensors(l));
+  assert_i64_array("rank_offsets", name, dbuf_layout_range(l),
+                   json_object_get(exp, "rank_offsets"),
+                   dbuf_layout_nranks(l));
+  int64_t nv = -1;
+  ck_assert_msg(dbuf_layout_validate(l, NULL, NULL, &nv, &diag) == 0,
+                "%s: built layout fails validation: %s", name, diag.msg);
+  ck_assert_int_eq(nv, 0);
+  dbuf_layout_destroy(l);
+}
+
+START_TEST(test_golden)
+{
+  check_golden_case(json_array_get(golden, (size_t)_i));
+}
+END_TEST
+
+START_TEST(test_golden_zoo)
+{
+  check_golden_case(json_array_get(zoo_golden, (size_t)_i));
+}
+END_TEST
+
+/* Every error case of the golden file carries a message naming the value. */
+START_TEST(test_error_messages)
+{
+  static const struct {
+    int64_t d0, d1;
+    int nranks;
+    int64_t block;
+    int err;
+    const char *needle;
+  } cases[] = {
+      {3, 4, 2, 2, DBUF_EBLOCK, "dim 0 = 3"},
+      {4, 4, 0, 1, DBUF_ENRANKS, "got 0"},
+      {4, 4, 2, 0, DBUF_EINVAL, "got 0"},
+      {4, 4, -3, 1, DBUF_ENRANKS, "got -3"},
+      {4, 4, 2, -1, DBUF_EINVAL, "got -1"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    dbuf_tensors_t *t;
+    dbuf_layout_t *l = NULL;
+    dbuf_diag_t d;
+    int64_t dims[2] = {cases[k].d0, cases[k].d1};
+    dbuf_layout_params_t p;
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    ck_assert_int_eq(dbuf_tensors_add(t, "w", 2, dims, NULL), 0);
+    dbuf_layout_params_init(&p);
+    p.nranks = cases[k].nranks;
+    p.block_size = cases[k].block;
+    for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_UNPADDED; kind++) {
+      p.kind = (dbuf_layout_kind_t)kind;
+      ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), cases[k].err);
+      ck_assert_ptr_null(l);
+      ck_assert_msg(strstr(d.msg, cases[k].needle) != NULL, "'%s' lacks '%s'",
+                    d.msg, cases[k].needle);
+    }
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
+START_TEST(test_tensor_errors)
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  dbuf_layout_params_t p;
+  int64_t dims[2] = {4, 4};
+  int owners[2] = {0, 5};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "a", 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "b", 2, dims, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_TENSOR;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOWNER); /* none */
+  p.owners = owners;
+  p.nowners = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOWNER);
+  ck_assert_msg(strstr(d.msg, "tensor b") && strstr(d.msg, "owner 5"), "%s",
+                d.msg);
+  owners[1] = -1;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOWNER);
+  p.nowners = 1;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOWNER);
+  ck_assert_msg(strstr(d.msg, "1 owners for 2 tensors"), "%s", d.msg);
+  ck_assert_ptr_null(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_shape_errors)
+{
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  int64_t big[3] = {INT64_MAX / 2, 3, 1};
+  int64_t zero_row[2] = {4, 0};
+  int64_t neg[2] = {-1, 4};
+  int64_t ok[2] = {1, INT64_MAX};
+  int64_t many[17] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "s", 0, NULL, &d), DBUF_ESHAPE);
+  ck_assert_msg(strstr(d.msg, "tensor s") && strstr(d.msg, "0-D"), "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_add(t, "z", 2, zero_row, &d), DBUF_ESHAPE);
+  ck_assert_msg(strstr(d.msg, "zero-sized non-leading dim 1"), "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_add(t, "n", 2, neg, &d), DBUF_ESHAPE);
+  ck_assert_int_eq(dbuf_tensors_add(t, "m", 17, many, &d), DBUF_ESHAPE);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 3, big, &d), DBUF_EOVERFLOW);
+  ck_assert_msg(strstr(d.msg, "tensor big"), "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_add(t, "ok", 2, ok, &d), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "ok2", 2, ok, &d), DBUF_EOVERFLOW);
+  ck_assert_msg(strstr(d.msg, "total"), "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_add(t, "ok", 1, ok, &d), DBUF_EDUP);
+  ck_assert_int_eq(dbuf_tensors_add(t, "a b", 1, ok, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_tensors_add(t, "", 1, ok, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_tensors_count(t), 1);
+  ck_assert_int_eq(dbuf_tensors_total(t), INT64_MAX);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* The LCM of row sizes overflows 64 bits: pairwise-coprime large primes. */
+START_TEST(test_lcm_overflow)
+{
+  static const int64_t primes[] = {2147483647LL, 2147483629LL, 2147483587LL};
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  dbuf_layout_params_t p;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 3; i++) {
+    int64_t dims[2] = {1, primes[i]};
+    char name[8];
+    snprintf(name, sizeof name, "p%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+  }
+  dbuf_layout_params_init(&p);
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOVERFLOW);
+  ck_assert_msg(strstr(d.msg, "tensor p2") && strstr(d.msg, "LCM"), "%s",
+                d.msg);
+  /* unpadded has no chunk: the same list builds. */
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), 0);
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, &d), 0);
+  dbuf_layout_destroy(l);
+  /* block x row size overflow */
+  dbuf_tensors_t *t2;
+  int64_t dims[2] = {4, INT64_MAX / 4};
+  ck_assert_int_eq(dbuf_tensors_create(&t2), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t2, "wide", 2, dims, NULL), 0);
+  p.kind = DBUF_LAYOUT_PADDED;
+  p.block_size = 8;
+  ck_assert_int_eq(dbuf_layout_build(t2, &p, &l, &d), DBUF_EBLOCK);
+  p.block_size = 4;
+  ck_assert_int_eq(dbuf_layout_build(t2, &p, &l, &d), DBUF_EOVERFLOW);
+  /* size padded to chunk x nranks overflows */
+  p.block_size = 1;
+  p.nranks = 3;
+  ck_assert_int_eq(dbuf_layout_build(t2, &p, &l, &d), DBUF_EOVERFLOW);
+  dbuf_tensors_destroy(t2);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Validators on broken layouts                                         */
+
+typedef struct {
+  int kinds[16];
+  int n;
+} viol_list_t;
+
+static int
+collect(const dbuf_violation_t *v, void *arg)
+{
+  viol_list_t *vl = arg;
+  if (vl->n < 16)
+    vl->kinds[vl->n++] = v->kind;
+  return 0;
+}
+
+static int
+has_kind(const viol_list_t *vl, int kind)
+{
+  for (int i = 0; i < vl->n; i++)
+    if (vl->kinds[i] == kind)
+      return 1;
+  return 0;
+}
+
+/* Seed example: P0=(2,6) P1=(4,4) P2=(4,4) P3=(1,2) P4=(1,6). */
+static dbuf_tensors_t *
+seed_tensors(void)
+{
+  static const int64_t shapes[5][2] = {{2, 6}, {4, 4}, {4, 4}, {1, 2}, {1, 6}};
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 5; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "P%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, shapes[i], NULL), 0);
+  }
+  return t;
+}
+
+static void
+expect_violation(dbuf_layout_kind_t kind, int nranks, int64_t chunk,
+                 int64_t size, const int64_t *offsets, const int64_t *ranks,
+                 int want, const char *needle)
+{
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l;
+  dbuf_diag_t d;
+  viol_list_t vl = {{0}, 0};
+  int64_t nv = 0;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, kind, nranks, 1, chunk, size,
+                                          offsets, ranks, NULL, &l, &d),
+                   0);
+  ck_assert_int_eq(dbuf_layout_validate(l, collect, &vl, &nv, &d), DBUF_ELAYOUT);
+  ck_assert_int_eq(nv, vl.n);
+  ck_assert_msg(has_kind(&vl, want), "violation %d not reported (first: %s)",
+                want, d.msg);
+  ck_assert_msg(strstr(d.msg, needle) != NULL, "'%s' lacks '%s'", d.msg, needle);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+
+START_TEST(test_validate_broken)
+{
+  /* The good seed layout, then one defect at a time. */
+  int64_t good[5] = {0, 12, 32, 28, 48};
+  int64_t ranks5[5] = {0, 12, 24, 36, 48};
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_PADDED, 5, 1, 12, 60,
+                                          good, ranks5, NULL, &l, NULL),
+                   0);
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, NULL), 0);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+
+  int64_t overlap[5] = {0, 12, 28, 28, 48}; /* P2 [28, 44) overlaps P3 [28, 30) */
+  expect_violation(DBUF_LAYOUT_PADDED, 5, 12, 60, overlap, ranks5,
+                   DBUF_VIOL_OVERLAP, "overlaps");
+  int64_t past[5] = {0, 12, 32, 28, 56}; /* P4 [56, 62) past 60 */
+  expect_violation(DBUF_LAYOUT_PADDED, 5, 12, 60, past, ranks5,
+                   DBUF_VIOL_BOUNDS, "tensor P4");
+  int64_t cut_ranks[5] = {0, 14, 24, 36, 48}; /* 14 cuts P1 row 0 (P1 at 12) */
+  expect_violation(DBUF_LAYOUT_UNPADDED, 5, 0, 60, good, cut_ranks,
+                   DBUF_VIOL_CUT, "rank 1: boundary 14 cuts tensor P1");
+  int64_t misaligned[5] = {0, 12, 32, 26, 48}; /* P3 (row 2) at 26: ok; P2 moved */
+  misaligned[2] = 34;                           /* P2 at 34: not a multiple of 4 */
+  expect_violation(DBUF_LAYOUT_PADDED, 5, 12, 60, misaligned, ranks5,
+                   DBUF_VIOL_ALIGN, "tensor P2: offset 34");
+  int64_t unequal[5] = {0, 12, 24, 48, 48};
+  expect_violation(DBUF_LAYOUT_PADDED, 5, 12, 60, good, unequal,
+                   DBUF_VIOL_UNEQUAL, "rank 2");
+  int64_t tsplit[5] = {0, 12, 28, 44, 46}; /* packed; rank cut at 24 inside P1 */
+  int64_t tranks[2] = {0, 24};
+  {
+    dbuf_tensors_t *t2 = seed_tensors();
+    dbuf_layout_t *l2;
+    viol_list_t vl = {{0}, 0};
+    dbuf_diag_t d;
+    ck_assert_int_eq(dbuf_layout_from_parts(t2, DBUF_LAYOUT_TENSOR, 2, 1, 0, 52,
+                                            tsplit, tranks, NULL, &l2, NULL),
+                     0);
+    ck_assert_int_eq(dbuf_layout_validate(l2, collect, &vl, NULL, &d),
+                     DBUF_ELAYOUT);
+    ck_assert(has_kind(&vl, DBUF_VIOL_SPLIT));
+    ck_assert_msg(strstr(d.msg, "tensor P1") && strstr(d.msg, "split"), "%s",
+                  d.msg);
+    dbuf_layout_destroy(l2);
+    dbuf_tensors_destroy(t2);
+  }
+  int64_t gapped[5] = {0, 12, 28, 44, 48}; /* hole [46, 48) in an unpadded layout */
+  int64_t granks[2] = {0, 28};
+  {
+    dbuf_tensors_t *t3 = seed_tensors();
+    dbuf_layout_t *l3;
+    viol_list_t vl = {{0}, 0};
+    dbuf_diag_t d;
+    ck_assert_int_eq(dbuf_layout_from_parts(t3, DBUF_LAYOUT_UNPADDED, 2, 1, 0,
+                                            54, gapped, granks, NULL, &l3, NULL),
+                     0);
+    ck_assert_int_eq(dbuf_layout_validate(l3, collect, &vl, NULL, &d),
+                     DBUF_ELAYOUT);
+    ck_assert(has_kind(&vl, DBUF_VIOL_GAP));
+    ck_assert_msg(strstr(d.msg, "first hole at 46"), "%s", d.msg);
+    dbuf_layout_destroy(l3);
+    dbuf_tensors_destroy(t3);
+  }
+  int64_t wrong_chunk = 24;
+  expect_violation(DBUF_LAYOUT_PADDED, 5, wrong_chunk, 60, good, ranks5,
+                   DBUF_VIOL_CHUNK, "chunk size 24");
+  int64_t bad_range[5] = {0, 24, 12, 36, 48};
+  expect_violation(DBUF_LAYOUT_UNPADDED, 5, 0, 60, good, bad_range,
+                   DBUF_VIOL_RANGE, "rank 1");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Queries                                                              */
+
+START_TEST(test_queries_seed)
+{
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  dbuf_layout_params_init(&p);
+  p.nranks = 5;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  int r = -1;
+  int64_t s, e, tid;
+  ck_assert_int_eq(dbuf_layout_owner_of(l, -1, &r), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_owner_of(l, 60, &r), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_owner_of(l, 59, &r), 0);
+  ck_assert_int_eq(r, 4);
+  ck_assert_int_eq(dbuf_layout_owner_of(l, 0, &r), 0);
+  ck_assert_int_eq(r, 0);
+  ck_assert_int_eq(dbuf_layout_owner_of(l, 24, &r), 0);
+  ck_assert_int_eq(r, 2);
+  ck_assert_int_eq(dbuf_layout_rank_range(l, 2, &s, &e), 0);
+  ck_assert_int_eq(s, 24);
+  ck_assert_int_eq(e, 36);
+  ck_assert_int_eq(dbuf_layout_rank_range(l, 5, &s, &e), DBUF_ERANGE);
+  /* Rank 2 of the seed diagram: P1 row 3, P3, gap, P2 row 0. */
+  dbuf_piece_t pc[8];
+  int64_t n;
+  ck_assert_int_eq(dbuf_layout_rank_pieces(l, 2, pc, 8, &n), 0);
+  ck_assert_int_eq(n, 3);
+  ck_assert_int_eq(pc[0].tensor, 1);
+  ck_assert_int_eq(pc[0].first_row, 3);
+  ck_assert_int_eq(pc[0].nrows, 1);
+  ck_assert_int_eq(pc[0].offset, 0);
+  ck_assert_int_eq(pc[1].tensor, 3);
+  ck_assert_int_eq(pc[1].offset, 4);
+  ck_assert_int_eq(pc[2].tensor, 2);
+  ck_assert_int_eq(pc[2].first_row, 0);
+  ck_assert_int_eq(pc[2].offset, 8);
+  ck_assert_int_eq(dbuf_layout_tensor_at(l, 29, &tid), 0);
+  ck_assert_int_eq(tid, 3);
+  ck_assert_int_eq(dbuf_layout_tensor_at(l, 31, &tid), 0);
+  ck_assert_int_eq(tid, -1); /* the gap */
+  /* P1 spans ranks 1 and 2: rows 0-2 and row 3. */
+  ck_assert_int_eq(dbuf_layout_tensor_pieces(l, 1, pc, 8, &n), 0);
+  ck_assert_int_eq(n, 2);
+  ck_assert_int_eq(pc[0].rank, 1);
+  ck_assert_int_eq(pc[0].nrows, 3);
+  ck_assert_int_eq(pc[1].rank, 2);
+  ck_assert_int_eq(pc[1].first_row, 3);
+  dbuf_layout_stats_t st;
+  ck_assert_int_eq(dbuf_layout_stats(l, &st), 0);
+  ck_assert_int_eq(st.logical, 12 + 16 + 16 + 2 + 6);
+  ck_assert_int_eq(st.padding, 60 - 52);
+  ck_assert_int_eq(st.tail_elems, 6);
+  ck_assert_int_eq(st.gap_elems, 2);
+  ck_assert_int_eq(st.split_tensors, 2); /* P1 and P2 */
+  ck_assert_int_eq(st.min_segment, 12);
+  ck_assert_int_eq(st.max_segment, 12);
+  ck_assert_int_eq(st.largest_tensor, 1);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_local_range)
+{
+  /* 8 segments; mesh (outer 2) x (inner 2) x (tp 2), shard over outer+inner. */
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  int64_t dims[2] = {64, 4};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "w", 2, dims, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.nranks = 8;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_size(l), 256);
+  int sizes[3] = {2, 2, 2}, sharded[3] = {1, 1, 0};
+  for (int a = 0; a < 2; a++) {
+    for (int b = 0; b < 2; b++) {
+      int coords[3] = {a, b, 1};
+      int64_t s, e;
+      int first, nseg;
+      ck_assert_int_eq(dbuf_layout_local_range(l, 3, sizes, coords, sharded, &s,
+                                               &e, &first, &nseg, NULL),
+                       0);
+      /* 4 shards over 8 segments: 2 each; inner axis b most significant. */
+      int idx = b * 2 + a;
+      ck_assert_int_eq(nseg, 2);
+      ck_assert_int_eq(first, idx * 2);
+      ck_assert_int_eq(s, (int64_t)idx * 64);
+      ck_assert_int_eq(e, (int64_t)idx * 64 + 64);
+    }
+  }
+  int coords[3] = {0, 2, 0};
+  int64_t s, e;
+  ck_assert_int_eq(dbuf_layout_local_range(l, 3, sizes, coords, sharded, &s, &e,
+                                           NULL, NULL, NULL),
+                   DBUF_ERANGE);
+  int sizes3[3] = {3, 1, 1}, c0[3] = {0, 0, 0};
+  ck_assert_int_eq(dbuf_layout_local_range(l, 3, sizes3, c0, sharded, &s, &e,
+                                           NULL, NULL, NULL),
+                   DBUF_ENRANKS);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_auto_owners)
+{
+  /* LPT: 10,8,7,6,5 elements on 2 ranks -> r0 10,6,5? check by hand:
+   * 10->r0(10) 8->r1(8) 7->r1(15) 6->r0(16) 5->r1(20). */
+  static const int64_t sizes[5] = {7, 10, 5, 8, 6};
+  static const int want[5] = {1, 0, 1, 1, 0};
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 5; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "v%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 1, &sizes[i], NULL), 0);
+  }
+  int owners[5];
+  ck_assert_int_eq(dbuf_layout_plan_owners(t, 2, owners, NULL), 0);
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(owners[i], want[i]);
+  /* Ties: equal sizes go round-robin from the lowest rank. */
+  dbuf_layout_params_t p;
+  dbuf_layout_t *l;
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_TENSOR;
+  p.auto_owners = 1;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_range(l)[1], 16); /* 10 + 6 */
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, NULL), 0);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Properties on random inputs                                          */
+
+static uint64_t rng_state;
+
+static uint64_t
+rng(void)
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static dbuf_tensors_t *
+random_tensors(int64_t block)
+{
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  int n = 1 + (int)(rng() % 12);
+  static const int64_t rowsz[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+  for (int i = 0; i < n; i++) {
+    int64_t dims[3];
+    int nd = 1 + (int)(rng() % 3);
+    dims[0] = block * (int64_t)(rng() % 6); /* 0 rows sometimes */
+    if (nd >= 2)
+      dims[1] = rowsz[rng() % 10];
+    if (nd == 3)
+      dims[2] = 1 + (int64_t)(rng() % 3);
+    char name[16];
+    snprintf(name, sizeof name, "r%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, nd, dims, NULL), 0);
+  }
+  return t;
+}
+
+START_TEST(test_random_properties)
+{
+  rng_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)_i * 0x100000001b3ULL;
+  for (int iter = 0; iter < 250; iter++) {
+    int64_t block = 1 + (int64_t)(rng() % 3);
+    dbuf_tensors_t *t = random_tensors(block);
+    int64_t n = dbuf_tensors_count(t);
+    for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_TENSOR; kind++) {
+      dbuf_layout_params_t p;
+      dbuf_layout_t *l;
+      dbuf_diag_t d;
+      dbuf_layout_params_init(&p);
+      p.kind = (dbuf_layout_kind_t)kind;
+      p.nranks = 1 + (int)(rng() % 9);
+      p.block_size = block;
+      p.auto_owners = 1;
+      ck_assert_msg(dbuf_layout_build(t, &p, &l, &d) == 0, "%s", d.msg);
+      ck_assert_msg(dbuf_layout_validate(l, NULL, NULL, NULL, &d) == 0,
+                    "iter %d kind %d: %s", iter, kind, d.msg);
+      int64_t size = dbuf_layout_size(l);
+      const int64_t *off = dbuf_layout_offsets(l);
+      /* Every element of every tensor: exactly one owner, the owner's
+       * pieces hold it, and pieces of all ranks cover each row once. */
+      int64_t *seen = calloc((size_t)size + 1, sizeof *seen);
+      for (int r = 0; r < p.nranks; r++) {
+        int64_t np, s, e;
+        ck_assert_int_eq(dbuf_layout_rank_pieces(l, r, NULL, 0, &np), 0);
+        dbuf_piece_t *pc = calloc((size_t)np + 1, sizeof *pc);
+        ck_assert_int_eq(dbuf_layout_rank_pieces(l, r, pc, np, &np), 0);
+        dbuf_layout_rank_range(l, r, &s, &e);
+        for (int64_t k = 0; k < np; k++) {
+          int64_t re = dbuf_tensors_row_elems(t, pc[k].tensor);
+          ck_assert(pc[k].whole_rows);
+          ck_assert_int_eq(pc[k].nelems, pc[k].nrows * re);
+          ck_assert_int_eq(pc[k].first_row % block, 0);
+          ck_assert_int_eq(pc[k].nrows % block, 0);
+          for (int64_t x = 0; x < pc[k].nelems; x++) {
+            int64_t g = s + pc[k].offset + x;
+            ck_assert_int_eq(g, off[pc[k].tensor] + pc[k].elem_begin + x);
+            int owner;
+            ck_assert_int_eq(dbuf_layout_owner_of(l, g, &owner), 0);
+            ck_assert_int_eq(owner, r);
+            seen[g]++;
+          }
+        }
+        free(pc);
+      }
+      for (int64_t i = 0; i < n; i++) {
+        int64_t numel = dbuf_tensors_numel(t, i);
+        for (int64_t x = 0; x < numel; x++)
+          ck_assert_int_eq(seen[off[i] + x], 1);
+        int64_t np, rows = 0;
+        dbuf_piece_t pc[16];
+        ck_assert_int_eq(dbuf_layout_tensor_pieces(l, i, pc, 16, &np), 0);
+        for (int64_t k = 0; k < np && k < 16; k++) {
+          ck_assert_int_eq(pc[k].first_row, rows);
+          rows += pc[k].nrows;
+        }
+        ck_assert_int_eq(rows, numel ? dbuf_tensors_rows(t, i) : 0);
+      }
+      int64_t covered = 0;
+      for (int64_t g = 0; g < size; g++)
+        covered += seen[g];
+      ck_assert_int_eq(covered, dbuf_tensors_total(t));
+      if (kind == DBUF_LAYOUT_PADDED) {
+        int64_t seg = size / p.nranks;
+        ck_assert_int_eq(seg % dbuf_layout_chunk_size(l), 0);
+        for (int r = 0; r <= p.nranks; r++)
+          ck_assert_int_eq(dbuf_layout_range(l)[r], seg * r);
+      } else {
+        ck_assert_int_eq(size, dbuf_tensors_total(t));
+      }
+      free(seen);
+      dbuf_layout_destroy(l);
+    }
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
+static Suite *
+layout_suite(void)
+{
+  Suite *s = suite_create("layout");
+  TCase *tc = tcase_create("golden");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_golden, 0, (int)json_array_size(golden));
+  tcase_add_loop_test(tc, test_golden_zoo, 0, (int)json_array_size(zoo_golden));
+  suite_add_tcase(s, tc);
+  tc = tcase_create("errors");
+  tcase_add_test(tc, test_error_messages);
+  tcase_add_test(tc, test_tensor_errors);
+  tcase_add_test(tc, test_shape_errors);
+  tcase_add_test(tc, test_lcm_overflow);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("validate");
+  tcase_add_test(tc, test_validate_broken);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("queries");
+  tcase_add_test(tc, test_queries_seed);
+  tcase_add_test(tc, test_local_range);
+  tcase_add_test(tc, test_auto_owners);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("properties");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_random_properties, 0, 8);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  golden = load_jsonl("layouts.jsonl");
+  zoo_golden = load_jsonl("zoo-layouts.jsonl");
+  SRunner *sr = srunner_create(layout_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  json_decref(golden);
+  json_decref(zoo_golden);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,32 @@
+# Shared by the CLI test scripts: a temp dir, run/expect helpers, a tally.
+# Every script ends with `finish`, which prints "N passed, M failed".
+DBUF=${DBUF_SHARD:?DBUF_SHARD is not set (run through make check)}
+DATA=${DBUF_TEST_DATA:?DBUF_TEST_DATA is not set (run through make check)}
+command -v jq >/dev/null || { echo "FAIL: jq is required (scripts/test.sh installs it)"; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/dbuf-cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+PASSED=0
+FAILED=0
+pass() { PASSED=$((PASSED + 1)); echo "PASS: $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $1"; }
+# run ARGS...: runs dbuf-shard; sets CODE, OUT (file $T/stdout), ERR (text).
+run() {
+  "$DBUF" "$@" >"$T/stdout" 2>"$T/stderr"
+  CODE=$?
+  ERR=$(cat "$T/stderr")
+}
+expect_code() { if [ "$CODE" -eq "$1" ]; then pass "$2"; else fail "$2: exit $CODE, want $1: $ERR"; fi; }
+expect_err() { if [ "$ERR" = "$1" ]; then pass "$2"; else fail "$2: stderr '$ERR', want '$1'"; fi; }
+expect_err_has() { if grep -qF -- "$1" "$T/stderr"; then pass "$2"; else fail "$2: stderr lacks '$1': $ERR"; fi; }
+expect_out_has() { if grep -qF -- "$1" "$T/stdout"; then pass "$2"; else fail "$2: stdout lacks '$1'"; fi; }
+# expect_json FILTER WANT what: jq -c FILTER of stdout equals WANT (compact).
+expect_json() {
+  local got want
+  got=$(jq -c "$1" "$T/stdout" 2>&1)
+  want=$(jq -c . <<<"$2")
+  if [ "$got" = "$want" ]; then pass "$3"; else fail "$3: $1 = $got, want $want"; fi
+}
+finish() {
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" -eq 0 ]
+}

@@ -1,0 +1,147 @@
+#!/bin/bash
+# CLI tests of `dbuf-shard plan`: every golden case through the command,
+# then bad inputs with their exact messages and exit codes.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+golden="$DATA/golden/layouts.jsonl"
+n=0
+while IFS= read -r case; do
+  n=$((n + 1))
+  name=$(jq -r .name <<<"$case")
+  jq -r '.shapes | to_entries[] | "t\(.key) \(.value | map(tostring) | join("x"))"' \
+    <<<"$case" >"$T/shapes"
+  args=(plan --shapes "$T/shapes" --dp "$(jq .dp_size <<<"$case")"
+        --layout "$(jq -r .layout <<<"$case")" --block-size "$(jq .block_size <<<"$case")")
+  if jq -e 'has("owners")' <<<"$case" >/dev/null; then
+    jq -r '.owners[]' <<<"$case" >"$T/owners"
+    args+=(--owners "$T/owners")
+  fi
+  rm -f "$T/out.json"
+  "$DBUF" "${args[@]}" -o "$T/out.json" >"$T/stdout" 2>"$T/stderr"
+  code=$?
+  if jq -e 'has("expect_error")' <<<"$case" >/dev/null; then
+    # 0-D shapes cannot even be written in the text format: an empty shape.
+    if [ $code -eq 2 ] && [ ! -e "$T/out.json" ] && [ "$(wc -l <"$T/stderr")" -eq 1 ] &&
+       grep -q '^dbuf-shard: ' "$T/stderr"; then
+      pass "golden $name: exit 2, $(cat "$T/stderr")"
+    else
+      fail "golden $name: expected exit 2 and one error line, got $code: $(cat "$T/stderr")"
+    fi
+    continue
+  fi
+  if [ $code -ne 0 ]; then
+    fail "golden $name: exit $code: $(cat "$T/stderr")"
+    continue
+  fi
+  got=$(jq -c '{size, chunk_size, tensor_offsets: [.tensors[].offset], rank_offsets}' "$T/out.json")
+  want=$(jq -c '.expected | {size, chunk_size, tensor_offsets, rank_offsets}' <<<"$case")
+  if [ "$got" = "$want" ]; then
+    pass "golden $name"
+  else
+    fail "golden $name: got $got want $want"
+  fi
+done <"$golden"
+[ $n -ge 300 ] || fail "only $n golden cases read"
+
+# The seed example, checked field by field, from stdin.
+printf 'P0 2x6\nP1 4x4\n# comment\n\nP2 4x4   # trailing comment\nP3 1x2\nP4 1x6\n' >"$T/seed"
+run plan --shapes - --dp 5 <"$T/seed"
+expect_code 0 "seed from stdin"
+expect_json '.layout' '"padded"' "seed layout kind"
+expect_json '.chunk_size' '12' "seed chunk"
+expect_json '[.tensors[].offset]' '[0,12,32,28,48]' "seed offsets"
+expect_json '[.tensors[].name]' '["P0","P1","P2","P3","P4"]' "seed names"
+expect_json '.tensors[1].shape' '[4,4]' "seed shape"
+expect_json '.rank_offsets' '[0,12,24,36,48]' "seed ranks"
+expect_json '.logical_size' '52' "seed logical size"
+
+run plan --shapes "$T/seed" --dp 5 --pieces
+expect_code 0 "pieces"
+expect_json '[.ranks[2].pieces[] | [.tensor, .first_row, .rows, .offset]]' \
+  '[[1,3,1,0],[3,0,1,4],[2,0,1,8]]' "rank 2 pieces: P1 row 3, P3, P2 row 0"
+
+run plan --shapes "$T/seed" --dp 2 --layout tensor --owners auto
+expect_code 0 "auto owners"
+# LPT by hand: P1 16 -> r0, P2 16 -> r1, P0 12 -> r0 (tie, lowest rank),
+# P4 6 -> r1 (16 < 28), P3 2 -> r1 (22 < 28).
+expect_json '[.tensors[].owner]' '[0,0,1,1,1]' "LPT owners"
+expect_json '.rank_offsets' '[0,28]' "LPT rank 0 holds 28 elements"
+
+# The JSON schema also reads back as a shape list.
+jq '[.tensors[] | {name, shape}]' "$T/stdout" >"$T/shapes.json"
+run plan --shapes "$T/shapes.json" --dp 2 --layout tensor --owners auto
+expect_code 0 "JSON shape list"
+
+# Zoo model at dp 8 equals the golden vector.
+run plan --shapes "$DATA/zoo/llama-3.2-1b.shapes" --dp 8
+expect_code 0 "llama-3.2-1b dp8"
+want=$(jq -c 'select(.name=="llama-3.2-1b-dp8-padded") | .expected.tensor_offsets' "$DATA/golden/zoo-layouts.jsonl")
+expect_json '[.tensors[].offset]' "$want" "llama-3.2-1b dp8 offsets"
+
+# plan never initializes MPI: a broken MPI configuration does not matter.
+OMPI_MCA_pml=no-such-component run plan --shapes "$T/seed" --dp 5
+expect_code 0 "plan runs without MPI"
+
+# ---- bad inputs: one line, exit 2, nothing written ----
+bad() { # bad "description" 'expected stderr' args...
+  local what=$1 want=$2
+  shift 2
+  rm -f "$T/o.json"
+  run "$@" -o "$T/o.json"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ ! -e "$T/o.json" ] &&
+     [ -z "$(ls "$T" | grep 'o.json.tmp' || true)" ]; then
+    pass "$what"
+  else
+    fail "$what: exit $CODE, stderr '$ERR', want '$want'"
+  fi
+}
+printf 'a 4x4\nb 4xx4\n' >"$T/s1"
+bad "bad shape text" "dbuf-shard: $T/s1:2: tensor b: shape '4xx4': expected a non-negative integer at 'x4'" plan --shapes "$T/s1"
+printf 'a 4x4\n\nb\n' >"$T/s2"
+bad "missing shape" "dbuf-shard: $T/s2:3: tensor b: missing shape (expected 'NAME d0xd1...')" plan --shapes "$T/s2"
+printf 'a 4x0\n' >"$T/s3"
+bad "zero non-leading dim" "dbuf-shard: $T/s3:1: tensor a: tensor a: zero-sized non-leading dim 1" plan --shapes "$T/s3"
+printf 'a 4x4\na 2\n' >"$T/s4"
+bad "duplicate name" "dbuf-shard: $T/s4:2: tensor a: tensor a: duplicate name (tensor 0)" plan --shapes "$T/s4"
+printf 'a 3x4\n' >"$T/s5"
+bad "block size" "dbuf-shard: $T/s5: tensor a (shape 3x4): dim 0 = 3 not divisible by block size 2" plan --shapes "$T/s5" --block-size 2
+printf 'a 9223372036854775807x2\n' >"$T/s6"
+bad "overflow" "dbuf-shard: $T/s6:1: tensor a: tensor a: element count overflows 64 bits" plan --shapes "$T/s6"
+printf 'a 99999999999999999999\n' >"$T/s7"
+bad "dim too big" "dbuf-shard: $T/s7:1: tensor a: shape '99999999999999999999': dim 0 does not fit in 64 bits" plan --shapes "$T/s7"
+printf 'a 4x4 extra\n' >"$T/s8"
+bad "trailing text" "dbuf-shard: $T/s8:1: tensor a: unexpected text 'extra' after the shape" plan --shapes "$T/s8"
+bad "missing file" "dbuf-shard: $T/nope: cannot open: No such file or directory" plan --shapes "$T/nope"
+bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --dp 0
+bad "dp text" "dbuf-shard: --dp: 'x3' is not an integer" plan --shapes "$T/seed" --dp x3
+bad "block 0" "dbuf-shard: --block-size: 0 is out of range [1, 9223372036854775807]" plan --shapes "$T/seed" --block-size 0
+bad "layout kind" "dbuf-shard: --layout: 'rows' is not padded, unpadded or tensor" plan --shapes "$T/seed" --layout rows
+printf '0\n1\n7\n0\n0\n' >"$T/own"
+bad "owner out of range" "dbuf-shard: $T/own:3: owner 7 of tensor P2 out of range [0, 2)" plan --shapes "$T/seed" --dp 2 --layout tensor --owners "$T/own"
+printf '0\n1\n' >"$T/own2"
+bad "owner count" "dbuf-shard: $T/own2: owners count mismatch: 2 owners for 5 tensors" plan --shapes "$T/seed" --dp 2 --layout tensor --owners "$T/own2"
+printf '0\nx\n' >"$T/own3"
+bad "owner not a number" "dbuf-shard: $T/own3:2: expected one integer, got 'x'" plan --shapes "$T/seed" --dp 2 --layout tensor --owners "$T/own3"
+bad "owners on padded" "dbuf-shard: --owners applies to --layout tensor only" plan --shapes "$T/seed" --owners auto
+printf '[{"name": "a", "shape": [4, 4]}, {"name": "b", "shape": [4, "x"]}]' >"$T/j1"
+bad "JSON shape list" "dbuf-shard: $T/j1: entry 1: tensor b: dim 1 is not an integer" plan --shapes "$T/j1"
+printf '[{"name": "a", "shape": []}]' >"$T/j2"
+bad "JSON 0-D" "dbuf-shard: $T/j2: entry 0: tensor a: 0-D shape (scalars cannot be sharded by rows)" plan --shapes "$T/j2"
+bad "unknown option" "dbuf-shard: plan: unknown option '--frobnicate' (see 'dbuf-shard plan --help')" plan --frobnicate
+bad "format" "dbuf-shard: --format: 'xml' is not a known format (json)" plan --shapes "$T/seed" --format xml
+bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetensors" plan --shapes "$T/seed" --model llama-3.2-1b
+
+# An unwritable output: exit non-zero, no partial file.
+run plan --shapes "$T/seed" -o "$T/no/such/dir/out.json"
+expect_code 2 "unwritable output"
+expect_err "dbuf-shard: $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
+
+run plan --help
+expect_code 0 "plan --help"
+expect_out_has "Usage: dbuf-shard plan" "plan --help text"
+run --version
+expect_code 0 "--version"
+expect_out_has "dbuf-shard " "--version text"
+
+finish
