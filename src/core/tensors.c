@@ -48,6 +48,8 @@ dbuf__reallocn(void *p, int64_t n, size_t sz)
   return realloc(p, n ? (size_t)n * sz : 1);
 }
 
+static int rehash(dbuf_tensors_t *t, int64_t nslots);
+
 static uint64_t
 hash_name(const char *s)
 {
@@ -147,7 +149,14 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
     return DBUF_EINVAL;
   if (dbuf__add(t->n, n, &need))
     return DBUF_EOVERFLOW;
-  return grow_arrays(t, need);
+  int rc = grow_arrays(t, need);
+  if (rc == 0 && t->nslots < 2 * need) {
+    int64_t ns = t->nslots ? t->nslots : 64;
+    while (ns < 2 * need)
+      ns *= 2;
+    rc = rehash(t, ns);
+  }
+  return rc;
 }
 
 static int64_t
@@ -266,27 +275,44 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
   return 0;
 }
 
+static void *
+dup_array(const void *src, int64_t n, size_t sz)
+{
+  void *p = dbuf__mallocn(n, sz);
+  if (p != NULL && n > 0)
+    memcpy(p, src, (size_t)n * sz);
+  return p;
+}
+
+/* A structural copy: the list is already valid, so nothing is re-checked. */
 int
 dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
 {
   dbuf_tensors_t *c;
-  int rc;
   if (t == NULL || out == NULL)
     return DBUF_EINVAL;
-  if ((rc = dbuf_tensors_create(&c)) != 0)
-    return rc;
-  if ((rc = dbuf_tensors_reserve(c, t->n)) != 0)
-    goto fail;
-  for (int64_t i = 0; i < t->n; i++) {
-    if ((rc = dbuf_tensors_add(c, t->names + t->name_off[i], t->ndim[i],
-                               t->dims + t->dim_start[i], NULL)) != 0)
-      goto fail;
+  if ((c = calloc(1, sizeof *c)) == NULL)
+    return DBUF_ENOMEM;
+  *c = *t;
+  c->cap = t->n;
+  c->dims_cap = t->ndims;
+  c->names_cap = t->names_len;
+  c->numel = dup_array(t->numel, t->n, sizeof *c->numel);
+  c->row_elems = dup_array(t->row_elems, t->n, sizeof *c->row_elems);
+  c->dim_start = dup_array(t->dim_start, t->n, sizeof *c->dim_start);
+  c->ndim = dup_array(t->ndim, t->n, sizeof *c->ndim);
+  c->name_off = dup_array(t->name_off, t->n, sizeof *c->name_off);
+  c->dims = dup_array(t->dims, t->ndims, sizeof *c->dims);
+  c->names = dup_array(t->names, t->names_len, 1);
+  c->slots = t->nslots ? dup_array(t->slots, t->nslots, sizeof *c->slots) : NULL;
+  if (c->numel == NULL || c->row_elems == NULL || c->dim_start == NULL ||
+      c->ndim == NULL || c->name_off == NULL || c->dims == NULL ||
+      c->names == NULL || (t->nslots && c->slots == NULL)) {
+    dbuf_tensors_destroy(c);
+    return DBUF_ENOMEM;
   }
   *out = c;
   return 0;
-fail:
-  dbuf_tensors_destroy(c);
-  return rc;
 }
 
 int64_t
