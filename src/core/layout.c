@@ -168,6 +168,26 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   return 0;
 }
 
+int64_t
+dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x, int64_t *lower)
+{
+  int64_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (l->offsets[l->order[mid]] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lower != NULL)
+    *lower = lo;
+  for (int64_t p = lo - 1; p >= 0; p--) {
+    if (dbuf_tensors_numel(l->tensors, l->order[p]) > 0)
+      return p;
+  }
+  return -1;
+}
+
 void
 dbuf_layout_destroy(dbuf_layout_t *l)
 {

@@ -76,32 +76,15 @@ range_ok(const dbuf_layout_t *l, vctx_t *c)
   return ok;
 }
 
-/* Last position p in order with offset < x among in-bounds tensors, or -1. */
-static int64_t
-last_before(const dbuf_layout_t *l, int64_t x)
-{
-  int64_t lo = 0, hi = l->n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (l->offsets[l->order[mid]] < x)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo - 1;
-}
-
 /* The non-empty tensor strictly containing position x (off < x < end), or -1. */
 static int64_t
 tensor_cut_by(const dbuf_layout_t *l, int64_t x)
 {
-  for (int64_t p = last_before(l, x); p >= 0; p--) {
-    int64_t id = l->order[p];
-    if (NUMEL(l, id) == 0)
-      continue; /* empty tensors cannot be cut; look further back */
-    return l->offsets[id] + NUMEL(l, id) > x ? id : -1;
-  }
-  return -1;
+  int64_t p = dbuf__layout_last_before(l, x, NULL);
+  if (p < 0)
+    return -1;
+  int64_t id = l->order[p];
+  return l->offsets[id] + NUMEL(l, id) > x ? id : -1;
 }
 
 int

@@ -28,6 +28,14 @@ int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind
 int dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size,
                        int64_t *chunk, dbuf_diag_t *diag);
 
+/*
+ * Position in the offset order of the last non-empty tensor starting before
+ * x, or -1; *lower (may be NULL) gets the first position starting at or
+ * after x.  O(log n) plus the empty tensors skipped.
+ */
+int64_t dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x,
+                                 int64_t *lower);
+
 /* Rank whose non-empty segment holds i (0 <= i < size). */
 int dbuf__layout_owner(const dbuf_layout_t *l, int64_t i);
 

@@ -92,25 +92,12 @@ dbuf_layout_owner_of(const dbuf_layout_t *l, int64_t i, int *rank)
 static int64_t
 first_touching(const dbuf_layout_t *l, int64_t x)
 {
-  int64_t lo = 0, hi = l->n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (l->offsets[l->order[mid]] < x)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  /* One non-empty tensor before x may reach past it (valid layouts). */
-  for (int64_t p = lo - 1; p >= 0; p--) {
-    int64_t id = l->order[p];
-    int64_t numel = dbuf_tensors_numel(l->tensors, id);
-    if (numel == 0)
-      continue;
-    if (l->offsets[id] + numel > x)
-      return p;
-    break;
-  }
-  return lo;
+  int64_t lower, p = dbuf__layout_last_before(l, x, &lower);
+  /* In a valid layout only that one tensor before x can reach past it. */
+  if (p >= 0 && l->offsets[l->order[p]] +
+                        dbuf_tensors_numel(l->tensors, l->order[p]) > x)
+    return p;
+  return lower;
 }
 
 int
