@@ -12,8 +12,12 @@
 #include "dbuf/layout.h"
 #include "dbuf/layout_json.h"
 #include "dbuf/models.h"
+#include "dbuf/nodes.h"
+#include "dbuf/pattern.h"
+#include "dbuf/report.h"
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/tensors.h"
+#include "dbuf/wire.h"
 
 #endif /* DBUF_DBUF_H */

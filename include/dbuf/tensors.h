@@ -105,6 +105,47 @@ DBUF_EXPORT int dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id,
 DBUF_EXPORT int dbuf_shape_parse(const char *text, int *ndim,
                                  int64_t dims[DBUF_MAX_DIMS], dbuf_diag_t *diag);
 
+/* ---------------------------------------------------------------- */
+/* Comparing two lists                                               */
+
+/** How a tensor list differs from a reference list. */
+typedef enum dbuf_tensors_diff_kind {
+  DBUF_TDIFF_MISSING = 1, /**< in the reference, not in the list */
+  DBUF_TDIFF_EXTRA,       /**< in the list, not in the reference */
+  DBUF_TDIFF_SHAPE,       /**< in both, with different shapes */
+  DBUF_TDIFF_ORDER        /**< in both, out of the reference's order */
+} dbuf_tensors_diff_kind_t;
+
+/** One difference. */
+typedef struct dbuf_tensors_diff {
+  dbuf_tensors_diff_kind_t kind;
+  int64_t id;              /**< tensor id in the list, or -1 (MISSING) */
+  int64_t ref_id;          /**< tensor id in the reference, or -1 (EXTRA) */
+  char msg[DBUF_DIAG_LEN]; /**< one line naming the tensor, ids and shapes */
+} dbuf_tensors_diff_t;
+
+/** Called once per difference; return non-zero to stop early. */
+typedef int (*dbuf_tensors_diff_fn)(const dbuf_tensors_diff_t *d, void *arg);
+
+/**
+ * \brief Compare the names, order and shapes of a list with a reference.
+ *
+ * Not collective.  Reports, in this order: for each tensor of t in id order,
+ * EXTRA (name not in ref), SHAPE (dims differ) or ORDER; then for each
+ * tensor of ref in id order that t lacks, MISSING.  ORDER names the fewest
+ * tensors whose removal leaves the common tensors in the reference's order
+ * (the complement of a longest increasing run, so one moved tensor is one
+ * report).  O((n + m) log n) expected.
+ * \param[in] fn      may be NULL
+ * \param[out] ndiff  may be NULL; number of differences
+ * \return 0 when the lists are equal, DBUF_EVERIFY when they differ,
+ *   DBUF_EINVAL (t or ref NULL), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_tensors_compare(const dbuf_tensors_t *t,
+                                     const dbuf_tensors_t *ref,
+                                     dbuf_tensors_diff_fn fn, void *arg,
+                                     int64_t *ndiff);
+
 #ifdef __cplusplus
 }
 #endif

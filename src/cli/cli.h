@@ -14,8 +14,11 @@
 #define CLI_EXIT_FAIL 1  /* runtime failure, failed verification */
 #define CLI_EXIT_USAGE 2 /* usage or input error */
 
-/* "dbuf-shard: message" on stderr. */
+/* "dbuf-shard: message" on stderr (nothing while cli_quiet is set). */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The text of the last cli_err() message, without the program prefix. */
+const char *cli_err_last(void);
+extern int cli_quiet; /* the MPI run sets it on ranks other than 0 */
 
 /* Integer option: whole string, no overflow, within [min, max]. */
 int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
@@ -101,6 +104,8 @@ int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
 
 int cmd_plan(int argc, char **argv);
 int cmd_models(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 extern const char *cli_prog;
 

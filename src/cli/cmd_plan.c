@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "dbuf/layout_json.h"
+#include "dbuf/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +18,16 @@ plan_usage(FILE *f)
           "--safetensors FILE...]\n"
           "                       [--dp N] [--layout padded|unpadded|tensor]\n"
           "                       [--block-size B] [--owners FILE|auto]\n"
-          "                       [--format json] [--pieces] [-o OUT]\n"
-          "Plan the global layout and print it (serial: no MPI).\n\n%s"
+          "                       [--dtype T] [--align-bytes N]\n"
+          "                       [--format F] [--pieces] [-o OUT]\n"
+          "Plan the global layout and report it (serial: no MPI).\n\n%s"
           "Output:\n"
-          "  --format F             json (default)\n"
+          "  --format F             summary (default): sizes, padding, balance\n"
+          "                         table: one line per rank\n"
+          "                         diagram: one picture line per rank\n"
+          "                         json: the layout file (see 'verify')\n"
+          "                         csv: one line per (rank, tensor) piece\n"
+          "                         svg: a picture of the buffer\n"
           "  --pieces               json: add each rank's pieces\n"
           "  -o, --output OUT       write OUT atomically instead of stdout\n"
           "  -h, --help             this help\n"
@@ -39,7 +46,7 @@ cmd_plan(int argc, char **argv)
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;
-  const char *out = NULL, *format = "json";
+  const char *out = NULL, *format = "summary";
   unsigned flags = 0;
   int c, rc = CLI_EXIT_USAGE;
   dbuf_tensors_t *t = NULL;
@@ -83,8 +90,16 @@ cmd_plan(int argc, char **argv)
     cli_err("plan: unexpected argument '%s'", argv[optind]);
     goto out;
   }
-  if (strcmp(format, "json") != 0) {
-    cli_err("--format: '%s' is not a known format (json)", format);
+  dbuf_report_format_t rfmt = 0;
+  int json = strcmp(format, "json") == 0;
+  if (!json && dbuf_report_format_parse(format, &rfmt) != 0) {
+    cli_err("--format: '%s' is not a known format (summary, table, diagram, "
+            "json, csv, svg)",
+            format);
+    goto out;
+  }
+  if ((flags & DBUF_JSON_PIECES) && !json) {
+    cli_err("--pieces applies to --format json only");
     goto out;
   }
   if ((rc = cli_load_tensors(&o, &t, NULL, what, sizeof what)) != 0 ||
@@ -93,10 +108,26 @@ cmd_plan(int argc, char **argv)
 
   char *text;
   size_t len;
-  if (dbuf_layout_to_json(l, flags, &text, &len) != 0) {
-    cli_err("out of memory writing the layout");
-    rc = CLI_EXIT_FAIL;
-    goto out;
+  if (json) {
+    if (dbuf_layout_to_json(l, flags, &text, &len) != 0) {
+      cli_err("out of memory writing the layout");
+      rc = CLI_EXIT_FAIL;
+      goto out;
+    }
+  } else {
+    dbuf_report_opts_t ro;
+    dbuf_diag_t d;
+    dbuf_report_opts_init(&ro);
+    ro.elem_size = o.elem_size;
+    ro.dtype = o.dtype;
+    ro.align_bytes = o.align_bytes;
+    ro.source = what;
+    int e = dbuf_report_write(l, rfmt, &ro, &text, &len, &d);
+    if (e != 0) {
+      cli_err("%s report: %s", format, d.msg);
+      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      goto out;
+    }
   }
   rc = cli_write_output(out, text, len);
   free(text);

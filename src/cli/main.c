@@ -16,6 +16,8 @@ usage(FILE *f)
           "Usage: dbuf-shard [run] [OPTIONS]      MPI service (mpirun -np N "
           "dbuf-shard)\n"
           "       dbuf-shard plan [OPTIONS]       plan a layout (serial)\n"
+          "       dbuf-shard verify LAYOUT.json [OPTIONS]\n"
+          "                                       check a layout file (serial)\n"
           "       dbuf-shard models               list the built-in models\n"
           "       dbuf-shard --help | --version\n"
           "'dbuf-shard COMMAND --help' describes each command.\n");
@@ -27,11 +29,18 @@ static const struct {
 } commands[] = {
     {"plan", cmd_plan},
     {"models", cmd_models},
+    {"verify", cmd_verify},
+    {"run", cmd_run},
 };
 
 int
 main(int argc, char **argv)
 {
+  /* No subcommand, or an option first: the MPI service (`mpirun dbuf-shard`). */
+  if (argc < 2 || (argv[1][0] == '-' && argv[1][1] != '\0' &&
+                   strcmp(argv[1], "--help") != 0 && strcmp(argv[1], "-h") != 0 &&
+                   strcmp(argv[1], "--version") != 0 && strcmp(argv[1], "-V") != 0))
+    return cmd_run(argc, argv);
   if (argc >= 2) {
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {

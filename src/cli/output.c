@@ -11,16 +11,26 @@
 #include <unistd.h>
 
 const char *cli_prog = "dbuf-shard";
+int cli_quiet;
+
+/* The last message, kept for the MPI run to hand rank 0's error to all ranks. */
+static char last_err[512];
+
+const char *
+cli_err_last(void)
+{
+  return last_err;
+}
 
 void
 cli_err(const char *fmt, ...)
 {
   va_list ap;
-  fprintf(stderr, "%s: ", cli_prog);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(last_err, sizeof last_err, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  if (!cli_quiet)
+    fprintf(stderr, "%s: %s\n", cli_prog, last_err);
 }
 
 int

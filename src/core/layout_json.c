@@ -1,80 +1,18 @@
 /* The layout JSON schema: a direct writer (one tensor a line) and a reader. */
 #include "dbuf/layout_json.h"
 #include "core_internal.h"
+#include "strbuf.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-  char *p;
-  size_t len, cap;
-  int failed;
-} sbuf_t;
-
-static void sb_printf(sbuf_t *b, const char *fmt, ...) DBUF__PRINTF(2, 3);
-
-static void
-sb_reserve(sbuf_t *b, size_t more)
-{
-  if (b->failed || b->cap - b->len > more)
-    return;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap - b->len <= more)
-    cap *= 2;
-  char *np = realloc(b->p, cap);
-  if (np == NULL) {
-    b->failed = 1;
-    return;
-  }
-  b->p = np;
-  b->cap = cap;
-}
-
-static void
-sb_printf(sbuf_t *b, const char *fmt, ...)
-{
-  va_list ap;
-  for (int attempt = 0; attempt < 2 && !b->failed; attempt++) {
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
-                      fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = 1;
-      return;
-    }
-    if (b->p && (size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    sb_reserve(b, (size_t)n + 1);
-  }
-}
-
-static void
-sb_json_string(sbuf_t *b, const char *s)
-{
-  sb_printf(b, "\"");
-  for (; *s && !b->failed; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      sb_printf(b, "\\%c", c);
-    else if (c < 0x20)
-      sb_printf(b, "\\u%04x", c);
-    else
-      sb_printf(b, "%c", c);
-  }
-  sb_printf(b, "\"");
-}
 
 int
 dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
                     size_t *len)
 {
-  sbuf_t b = {NULL, 0, 0, 0};
+  dbuf__sb_t b = DBUF__SB_INIT;
   if (l == NULL || text == NULL || len == NULL)
     return DBUF_EINVAL;
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
@@ -83,36 +21,36 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
   int nranks = dbuf_layout_nranks(l);
   int64_t n = dbuf_layout_ntensors(l);
 
-  sb_printf(&b,
+  dbuf__sb_printf(&b,
             "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n"
             "  \"layout\": \"%s\",\n  \"dp_size\": %d,\n  \"block_size\": "
             "%lld,\n",
             DBUF_LAYOUT_JSON_VERSION, dbuf_layout_kind_name(dbuf_layout_kind(l)),
             nranks, (long long)dbuf_layout_block_size(l));
   if (dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED)
-    sb_printf(&b, "  \"chunk_size\": %lld,\n",
+    dbuf__sb_printf(&b, "  \"chunk_size\": %lld,\n",
               (long long)dbuf_layout_chunk_size(l));
-  sb_printf(&b, "  \"size\": %lld,\n  \"logical_size\": %lld,\n",
+  dbuf__sb_printf(&b, "  \"size\": %lld,\n  \"logical_size\": %lld,\n",
             (long long)dbuf_layout_size(l), (long long)dbuf_tensors_total(t));
-  sb_printf(&b, "  \"rank_offsets\": [");
+  dbuf__sb_printf(&b, "  \"rank_offsets\": [");
   for (int r = 0; r < nranks; r++)
-    sb_printf(&b, r ? ", %lld" : "%lld", (long long)range[r]);
-  sb_printf(&b, "],\n  \"tensors\": [");
+    dbuf__sb_printf(&b, r ? ", %lld" : "%lld", (long long)range[r]);
+  dbuf__sb_printf(&b, "],\n  \"tensors\": [");
   for (int64_t i = 0; i < n && !b.failed; i++) {
-    sb_printf(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
-    sb_json_string(&b, dbuf_tensors_name(t, i));
-    sb_printf(&b, ", \"shape\": [");
+    dbuf__sb_printf(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+    dbuf__sb_json_string(&b, dbuf_tensors_name(t, i));
+    dbuf__sb_printf(&b, ", \"shape\": [");
     const int64_t *d = dbuf_tensors_dims(t, i);
     for (int k = 0; k < dbuf_tensors_ndim(t, i); k++)
-      sb_printf(&b, k ? ", %lld" : "%lld", (long long)d[k]);
-    sb_printf(&b, "], \"offset\": %lld", (long long)off[i]);
+      dbuf__sb_printf(&b, k ? ", %lld" : "%lld", (long long)d[k]);
+    dbuf__sb_printf(&b, "], \"offset\": %lld", (long long)off[i]);
     if (owners != NULL)
-      sb_printf(&b, ", \"owner\": %d", owners[i]);
-    sb_printf(&b, "}");
+      dbuf__sb_printf(&b, ", \"owner\": %d", owners[i]);
+    dbuf__sb_printf(&b, "}");
   }
-  sb_printf(&b, n ? "\n  ]" : "]");
+  dbuf__sb_printf(&b, n ? "\n  ]" : "]");
   if (flags & DBUF_JSON_PIECES) {
-    sb_printf(&b, ",\n  \"ranks\": [");
+    dbuf__sb_printf(&b, ",\n  \"ranks\": [");
     dbuf_piece_t *pc = NULL;
     int64_t cap = 0;
     for (int r = 0; r < nranks && !b.failed; r++) {
@@ -128,31 +66,25 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
         cap = np;
       }
       dbuf_layout_rank_pieces(l, r, pc, cap, &np);
-      sb_printf(&b,
+      dbuf__sb_printf(&b,
                 "%s\n    {\"rank\": %d, \"offset\": %lld, \"size\": %lld, "
                 "\"pieces\": [",
                 r ? "," : "", r, (long long)range[r],
                 (long long)(range[r + 1] - range[r]));
       for (int64_t k = 0; k < np; k++)
-        sb_printf(&b,
+        dbuf__sb_printf(&b,
                   "%s\n      {\"tensor\": %lld, \"first_row\": %lld, \"rows\": "
                   "%lld, \"elements\": %lld, \"offset\": %lld}",
                   k ? "," : "", (long long)pc[k].tensor,
                   (long long)pc[k].first_row, (long long)pc[k].nrows,
                   (long long)pc[k].nelems, (long long)pc[k].offset);
-      sb_printf(&b, np ? "\n    ]}" : "]}");
+      dbuf__sb_printf(&b, np ? "\n    ]}" : "]}");
     }
     free(pc);
-    sb_printf(&b, nranks ? "\n  ]" : "]");
+    dbuf__sb_printf(&b, nranks ? "\n  ]" : "]");
   }
-  sb_printf(&b, "\n}\n");
-  if (b.failed) {
-    free(b.p);
-    return DBUF_ENOMEM;
-  }
-  *text = b.p;
-  *len = b.len;
-  return 0;
+  dbuf__sb_printf(&b, "\n}\n");
+  return dbuf__sb_finish(&b, text, len);
 }
 
 /* ------------------------------------------------------------------ */

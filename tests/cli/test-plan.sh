@@ -11,7 +11,7 @@ while IFS= read -r case; do
   name=$(jq -r .name <<<"$case")
   jq -r '.shapes | to_entries[] | "t\(.key) \(.value | map(tostring) | join("x"))"' \
     <<<"$case" >"$T/shapes"
-  args=(plan --shapes "$T/shapes" --dp "$(jq .dp_size <<<"$case")"
+  args=(plan --format json --shapes "$T/shapes" --dp "$(jq .dp_size <<<"$case")"
         --layout "$(jq -r .layout <<<"$case")" --block-size "$(jq .block_size <<<"$case")")
   if jq -e 'has("owners")' <<<"$case" >/dev/null; then
     jq -r '.owners[]' <<<"$case" >"$T/owners"
@@ -46,7 +46,7 @@ done <"$golden"
 
 # The seed example, checked field by field, from stdin.
 printf 'P0 2x6\nP1 4x4\n# comment\n\nP2 4x4   # trailing comment\nP3 1x2\nP4 1x6\n' >"$T/seed"
-run plan --shapes - --dp 5 <"$T/seed"
+run plan --format json --shapes - --dp 5 <"$T/seed"
 expect_code 0 "seed from stdin"
 expect_json '.layout' '"padded"' "seed layout kind"
 expect_json '.chunk_size' '12' "seed chunk"
@@ -56,12 +56,12 @@ expect_json '.tensors[1].shape' '[4,4]' "seed shape"
 expect_json '.rank_offsets' '[0,12,24,36,48]' "seed ranks"
 expect_json '.logical_size' '52' "seed logical size"
 
-run plan --shapes "$T/seed" --dp 5 --pieces
+run plan --format json --shapes "$T/seed" --dp 5 --pieces
 expect_code 0 "pieces"
 expect_json '[.ranks[2].pieces[] | [.tensor, .first_row, .rows, .offset]]' \
   '[[1,3,1,0],[3,0,1,4],[2,0,1,8]]' "rank 2 pieces: P1 row 3, P3, P2 row 0"
 
-run plan --shapes "$T/seed" --dp 2 --layout tensor --owners auto
+run plan --format json --shapes "$T/seed" --dp 2 --layout tensor --owners auto
 expect_code 0 "auto owners"
 # LPT by hand: P1 16 -> r0, P2 16 -> r1, P0 12 -> r0 (tie, lowest rank),
 # P4 6 -> r1 (16 < 28), P3 2 -> r1 (22 < 28).
@@ -74,7 +74,7 @@ run plan --shapes "$T/shapes.json" --dp 2 --layout tensor --owners auto
 expect_code 0 "JSON shape list"
 
 # Zoo model at dp 8 equals the golden vector.
-run plan --shapes "$DATA/zoo/llama-3.2-1b.shapes" --dp 8
+run plan --format json --shapes "$DATA/zoo/llama-3.2-1b.shapes" --dp 8
 expect_code 0 "llama-3.2-1b dp8"
 want=$(jq -c 'select(.name=="llama-3.2-1b-dp8-padded") | .expected.tensor_offsets' "$DATA/golden/zoo-layouts.jsonl")
 expect_json '[.tensors[].offset]' "$want" "llama-3.2-1b dp8 offsets"
@@ -129,7 +129,7 @@ bad "JSON shape list" "dbuf-shard: $T/j1: entry 1: tensor b: dim 1 is not an int
 printf '[{"name": "a", "shape": []}]' >"$T/j2"
 bad "JSON 0-D" "dbuf-shard: $T/j2: entry 0: tensor a: 0-D shape (scalars cannot be sharded by rows)" plan --shapes "$T/j2"
 bad "unknown option" "dbuf-shard: plan: unknown option '--frobnicate' (see 'dbuf-shard plan --help')" plan --frobnicate
-bad "format" "dbuf-shard: --format: 'xml' is not a known format (json)" plan --shapes "$T/seed" --format xml
+bad "format" "dbuf-shard: --format: 'xml' is not a known format (summary, table, diagram, json, csv, svg)" plan --shapes "$T/seed" --format xml
 bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetensors" plan --shapes "$T/seed" --model llama-3.2-1b
 
 # An unwritable output: exit non-zero, no partial file.

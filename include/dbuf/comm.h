@@ -1,0 +1,263 @@
+/*
+ * dbuf-shard: the comm layer -- MPI broadcast, agreement and collective
+ * verification of a layout.
+ *
+ * Every function here is collective on the context's communicator unless it
+ * says "Not collective": all ranks call it, in the same order, and every rank
+ * returns the same code (the local outcomes are agreed with an MPI_Allreduce
+ * before returning), so one failing rank never leaves the others waiting.
+ * Arguments are tagged "global" (must be equal on all ranks) or "local"
+ * (this rank's own value).
+ *
+ * The library never calls MPI_Init, MPI_Finalize or MPI_Abort, never prints
+ * and keeps no global state: a context works on its own duplicate of the
+ * caller's communicator, with MPI_ERRORS_RETURN set on it.  MPI failures come
+ * back as DBUF_EMPI (a rank that dies usually makes the launcher end the
+ * job instead).  64-bit counts go through a checked cast to int and payloads
+ * larger than the context's chunk (1 GiB by default) are sent in pieces.
+ *
+ * Messages: functions that agree on a verdict also agree on one line for
+ * people, the message of the lowest failing rank, which starts with
+ * "rank N: " and names the tensor and row where one applies.
+ */
+#ifndef DBUF_COMM_H
+#define DBUF_COMM_H
+
+#include "dbuf/error.h"
+#include "dbuf/layout.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque communication context. */
+typedef struct dbuf_comm dbuf_comm_t;
+
+/** Default largest piece of one MPI call, in bytes. */
+#define DBUF_COMM_CHUNK_BYTES ((int64_t)1 << 30)
+
+/** Room for a host name (MPI_MAX_PROCESSOR_NAME is 256 in Open MPI). */
+#define DBUF_HOST_LEN 256
+
+/**
+ * \brief Create a context on a duplicate of comm.
+ *
+ * Collective on comm.
+ * \param[in]  comm  an intracommunicator (global)
+ * \param[out] out   freed with dbuf_comm_destroy()
+ * \return 0, DBUF_EINVAL (out NULL, MPI not initialized, MPI_COMM_NULL),
+ *   DBUF_EMPI (duplication failed), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_comm_create(MPI_Comm comm, dbuf_comm_t **out);
+
+/** \brief Free a context; NULL is accepted.  Collective on the context's
+ *  communicator (it frees the duplicate). */
+DBUF_EXPORT void dbuf_comm_destroy(dbuf_comm_t *ctx);
+
+/** \brief This rank, or -1 for NULL.  Not collective. */
+DBUF_EXPORT int dbuf_comm_rank(const dbuf_comm_t *ctx);
+
+/** \brief Number of ranks, or 0 for NULL.  Not collective. */
+DBUF_EXPORT int dbuf_comm_size(const dbuf_comm_t *ctx);
+
+/** \brief The duplicated communicator (borrowed).  Not collective. */
+DBUF_EXPORT MPI_Comm dbuf_comm_mpi(const dbuf_comm_t *ctx);
+
+/**
+ * \brief Set the largest number of bytes moved by one MPI call (tests use
+ * tiny values to exercise chunking).  Not collective, but every rank must
+ * set the same value before the next collective call.
+ * \return 0, DBUF_EINVAL (NULL ctx, bytes < 1 or > INT_MAX)
+ */
+DBUF_EXPORT int dbuf_comm_set_chunk(dbuf_comm_t *ctx, int64_t bytes);
+
+/**
+ * \brief Checked cast of a 64-bit count to an MPI int count.  Not collective.
+ * \return 0, or DBUF_EOVERFLOW (n < 0 or n > INT_MAX), DBUF_EINVAL (NULL)
+ */
+DBUF_EXPORT int dbuf_comm_count(int64_t n, int *out);
+
+/**
+ * \brief Agree on a status: every rank returns the minimum of the local codes
+ * (the most negative error wins; 0 only if every rank passed 0).
+ *
+ * Collective on the context's communicator.
+ * \param[in]  local_rc   local
+ * \param[out] global_rc  the agreed code
+ * \return 0 (the agreement itself worked), DBUF_EINVAL, DBUF_EMPI
+ */
+DBUF_EXPORT int dbuf_comm_agree(dbuf_comm_t *ctx, int local_rc, int *global_rc);
+
+/**
+ * \brief Agree on a status and on one message: every rank returns the code of
+ * dbuf_comm_agree() and, in diag, the message of the lowest rank whose local
+ * code is non-zero, prefixed with "rank N: ".
+ *
+ * Collective on the context's communicator.
+ * \param[in]     local_rc  local
+ * \param[in,out] diag      local: this rank's message (read when local_rc != 0);
+ *                          out: the agreed code and message (may be NULL)
+ * \return the agreed code (0 if every rank passed 0), DBUF_EMPI if the
+ *   agreement itself failed
+ */
+DBUF_EXPORT int dbuf_comm_agree_diag(dbuf_comm_t *ctx, int local_rc, dbuf_diag_t *diag);
+
+/**
+ * \brief Broadcast a layout (or rank 0's failure to make one) from rank 0.
+ *
+ * Collective on the context's communicator.  Rank 0 passes either its layout
+ * (root_rc 0) or root_rc < 0 and root_msg (why it could not read or plan).
+ * In the second case every rank returns root_rc promptly with root_msg in
+ * diag, unchanged (it is rank 0's message for people, already naming the
+ * file and line).  Otherwise rank 0 encodes the layout (dbuf/wire.h), the
+ * bytes go out in chunks, and every rank, rank 0 included, decodes them,
+ * re-validates every invariant (dbuf_layout_validate) and checks the layout
+ * has nranks_expected segments; the outcome is agreed.
+ * \param[in]  root_rc          rank 0: 0 or its error; ignored elsewhere
+ * \param[in]  root_msg         rank 0: its message when root_rc < 0
+ * \param[in]  layout           rank 0: the layout when root_rc == 0
+ * \param[in]  nranks_expected  global: required segment count, or 0 for any
+ * \param[out] out              a new layout on every rank (on success)
+ * \param[out] digest           may be NULL: the message checksum, equal on all ranks
+ * \return 0; root_rc; the decoding errors of dbuf_wire_decode() (DBUF_ECHECKSUM,
+ *   DBUF_EFORMAT, ...), DBUF_ELAYOUT (an invariant fails), DBUF_ENRANKS (wrong
+ *   segment count), DBUF_EMPI, DBUF_ENOMEM -- agreed, with the message in diag
+ */
+DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                                       const dbuf_layout_t *layout, int nranks_expected,
+                                       dbuf_layout_t **out, uint64_t *digest,
+                                       dbuf_diag_t *diag);
+
+/* ------------------------------------------------------------------------ */
+/* Hosts and nodes                                                           */
+
+/** Which node each rank runs on.  Plain data owned by the caller after
+ *  dbuf_comm_nodes(); free it with dbuf_comm_nodemap_free(). */
+typedef struct dbuf_comm_nodemap {
+  int nranks;
+  int nnodes;
+  int *node_of_rank;  /**< [nranks]: node index; nodes are numbered in the
+                           order of their lowest rank */
+  char (*host)[DBUF_HOST_LEN]; /**< [nranks]: MPI_Get_processor_name of each rank */
+  const char **node_name;      /**< [nnodes]: host of the node's lowest rank,
+                                    pointing into host */
+  int local_index;    /**< this rank's index among the ranks of its node */
+  int local_size;     /**< ranks on this rank's node */
+} dbuf_comm_nodemap_t;
+
+/**
+ * \brief Find the nodes: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups the
+ * ranks, MPI_Get_processor_name names them, and every rank gets the whole
+ * rank -> node table.
+ *
+ * Collective on the context's communicator.
+ * \param[out] map  filled on success (free with dbuf_comm_nodemap_free())
+ * \return 0, DBUF_EINVAL, DBUF_EMPI, DBUF_ENOMEM (agreed)
+ */
+DBUF_EXPORT int dbuf_comm_nodes(dbuf_comm_t *ctx, dbuf_comm_nodemap_t *map,
+                                dbuf_diag_t *diag);
+
+/** \brief Free the arrays of a node map; NULL is accepted.  Not collective. */
+DBUF_EXPORT void dbuf_comm_nodemap_free(dbuf_comm_nodemap_t *map);
+
+/**
+ * \brief Compare the digests of the input each rank sees (--check-inputs).
+ *
+ * Collective on the context's communicator.  Every rank's digest and host are
+ * gathered on every rank and compared with rank 0's.
+ * \param[in] digest    local: the hash of the input this rank read
+ * \param[in] readable  local: 0 if this rank could not read the input at all
+ * \return 0 when every rank saw rank 0's input; DBUF_EMISMATCH with diag
+ *   naming the differing ranks and hosts ("input differs from rank 0's
+ *   (nodeA) on ranks 4-7 (nodeB)"); DBUF_EMPI, DBUF_ENOMEM (agreed)
+ */
+DBUF_EXPORT int dbuf_comm_check_inputs(dbuf_comm_t *ctx, uint64_t digest, int readable,
+                                       dbuf_diag_t *diag);
+
+/**
+ * \brief Gather one fixed-size record per rank on rank 0.
+ *
+ * Collective on the context's communicator.
+ * \param[in]  rec        local: rec_bytes bytes
+ * \param[in]  rec_bytes  global, >= 1
+ * \param[out] all        rank 0: room for size x rec_bytes bytes, in rank
+ *                        order; ignored elsewhere (may be NULL)
+ * \return 0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_EMPI (agreed)
+ */
+DBUF_EXPORT int dbuf_comm_gather(dbuf_comm_t *ctx, const void *rec, int64_t rec_bytes,
+                                 void *all);
+
+/* ------------------------------------------------------------------------ */
+/* Verification                                                              */
+
+/** The agreed outcome of a verification. */
+typedef struct dbuf_verdict {
+  int code;        /**< 0 or DBUF_EVERIFY (or the error that stopped it) */
+  int rank;        /**< rank named by msg, or -1 */
+  int64_t tensor;  /**< tensor named by msg, or -1 */
+  int64_t row;     /**< row named by msg, or -1 */
+  int64_t problems;/**< number of problems found over all ranks */
+  int local_ok;    /**< this rank's own part passed (local) */
+  char local_msg[DBUF_DIAG_LEN]; /**< this rank's own first problem, or "" */
+  char msg[DBUF_DIAG_LEN];       /**< the agreed first problem, or "" */
+} dbuf_verdict_t;
+
+/**
+ * \brief Prove whole-row ownership across the ranks.
+ *
+ * Collective on the context's communicator.  In order:
+ *  1. the layouts agree: every rank's layout digest (dbuf_wire_digest) is
+ *     compared with plan_digest; a rank holding another layout (a stale plan)
+ *     is named with its first cut or tensor offset that differs from the
+ *     layout of the lowest rank holding the plan;
+ *  2. locally, this rank's [start, end) lies in [0, size] and both ends fall
+ *     on a row (block) boundary, or for the tensor kind on a tensor boundary,
+ *     judged from this range and the layout alone;
+ *  3. neighbours exchange their shared boundary (MPI_Sendrecv): rank r's
+ *     start equals rank r-1's end, rank 0 starts at 0, the last rank ends at
+ *     the buffer size;
+ *  4. per tensor, the rows whose first element lies in each rank's range are
+ *     summed over the ranks (MPI_Allreduce of int64) and must equal the
+ *     tensor's rows: every row owned exactly once.  A lost or doubled row is
+ *     named with the ranks around it.
+ * \param[in]  l           local: this rank's layout (normally the broadcast one)
+ * \param[in]  plan_digest global: the digest of the plan (from
+ *                         dbuf_comm_bcast_layout()), or 0 for rank 0's layout
+ * \param[in]  start, end  local: the global range this rank holds
+ * \param[out] v           agreed verdict (local_ok and local_msg are local)
+ * \return 0 (verified), DBUF_EVERIFY (a problem: see v), DBUF_EINVAL,
+ *   DBUF_EMPI, DBUF_ENOMEM -- the same on every rank
+ */
+DBUF_EXPORT int dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t *l,
+                                           uint64_t plan_digest, int64_t start, int64_t end,
+                                           dbuf_verdict_t *v);
+
+/**
+ * \brief Check the materialized data against dbuf/pattern.h.
+ *
+ * Collective on the context's communicator.  Every rank checks every element
+ * of its segment with dbuf_pattern_verify(); then every rank sends rank 0 a
+ * deterministic sample of whole rows of its segment (its first and last rows
+ * and rows spread between, at most sample_rows rows and 1 MiB) with their
+ * global offsets, and rank 0 recomputes them from its own layout.
+ * \param[in] l           local: this rank's layout
+ * \param[in] start, end  local: the global range held in seg
+ * \param[in] seg         local: (end - start) x elem_size bytes
+ * \param[in] elem_size   global: 1, 2, 4 or 8
+ * \param[in] sample_rows global: rows each rank sends to rank 0 (0: none)
+ * \param[out] v          agreed verdict
+ * \return 0, DBUF_EVERIFY, DBUF_EINVAL, DBUF_EMPI, DBUF_ENOMEM (agreed)
+ */
+DBUF_EXPORT int dbuf_comm_verify_data(dbuf_comm_t *ctx, const dbuf_layout_t *l,
+                                      int64_t start, int64_t end, const void *seg,
+                                      int64_t elem_size, int sample_rows,
+                                      dbuf_verdict_t *v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_COMM_H */

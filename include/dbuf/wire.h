@@ -1,0 +1,119 @@
+/*
+ * dbuf-shard: the binary wire format of a whole layout.
+ *
+ * Not collective.  A message carries everything a layout is made of: its
+ * kind, rank count, block and chunk size, buffer size, the tensor list (names
+ * and shapes), every tensor offset, the rank ranges and the owners.  It is
+ * what rank 0 broadcasts, and its checksum is the identity ranks compare to
+ * prove they hold the same plan.
+ *
+ * Format version 1 (every integer an unsigned 64-bit little-endian word,
+ * written byte by byte, so the bytes are the same on every host; signed
+ * values are stored in two's complement):
+ *
+ *   header, 128 bytes (16 words):
+ *     0 magic "DBUFWIRE"          8 format version (1)
+ *    16 total bytes, trailer in  24 header bytes (128)
+ *    32 kind (1..3; 4 reserved)  40 nranks
+ *    48 block_size               56 chunk_size
+ *    64 size                     72 tensors
+ *    80 layout flags (0)         88 words per tensor after its dims (>= 2)
+ *    96 sections                 104, 112 reserved (0)
+ *   120 XXH3-64 of bytes [0, 120)
+ *   sections, each: tag, payload bytes, payload:
+ *     1 TENSORS: per tensor: name bytes, name, ndim, dims..., flags (0),
+ *                elem_size (0 = not given), then any later per-tensor words
+ *     2 OFFSETS: one word per tensor
+ *     3 RANGE:   nranks + 1 words
+ *     4 OWNERS:  one word per tensor (TENSOR kind only)
+ *     tags >= 256 are optional: a reader skips the ones it does not know
+ *   trailer: XXH3-64 of every byte before it.
+ *
+ * Room is reserved for the "compact" kind (4) and for per-tensor fields (a
+ * flags word and an element size are already there, and the per-tensor word
+ * count lets later versions add more).
+ */
+#ifndef DBUF_WIRE_H
+#define DBUF_WIRE_H
+
+#include "dbuf/error.h"
+#include "dbuf/layout.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The 8 magic bytes at the start of every message. */
+#define DBUF_WIRE_MAGIC "DBUFWIRE"
+/** The format version this library writes and reads. */
+#define DBUF_WIRE_VERSION 1
+/** Header bytes of version 1. */
+#define DBUF_WIRE_HEADER_BYTES 128
+/** Smallest possible message: a header and the trailer. */
+#define DBUF_WIRE_MIN_BYTES (DBUF_WIRE_HEADER_BYTES + 8)
+
+/**
+ * \brief Serialize a layout.
+ *
+ * Not collective.  Deterministic: the same layout gives the same bytes.
+ * \param[in]  l      the layout (not modified)
+ * \param[out] buf    malloc'd message; free() it
+ * \param[out] len    its length in bytes
+ * \return 0
+ * \return DBUF_EINVAL     NULL argument
+ * \return DBUF_EOVERFLOW  the message would exceed INT64_MAX or SIZE_MAX bytes
+ * \return DBUF_ENOMEM     out of memory
+ */
+DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
+                                 dbuf_diag_t *diag);
+
+/**
+ * \brief Rebuild a layout from a message.
+ *
+ * Not collective.  Checks, in this order: the magic, the header checksum, the
+ * total length against len, the trailer checksum, the version, then every
+ * length and count inside the sections, and assembles the layout with
+ * dbuf_layout_from_parts().  It does NOT check the layout's invariants: run
+ * dbuf_layout_validate() on the result.  A bit flip anywhere but in the magic
+ * is reported as DBUF_ECHECKSUM.
+ * \param[in]  buf, len  the message
+ * \param[out] out       the layout, freed with dbuf_layout_destroy()
+ * \return 0
+ * \return DBUF_EINVAL        NULL argument, negative len
+ * \return DBUF_EFORMAT       bad magic, truncated or over-long message, a
+ *                            length or count that does not fit the message,
+ *                            a missing or repeated section
+ * \return DBUF_ECHECKSUM     header or trailer checksum mismatch
+ * \return DBUF_EVERSION      a format version other than DBUF_WIRE_VERSION
+ * \return DBUF_EUNSUPPORTED  a kind this build does not know (4: compact)
+ * \return DBUF_ESHAPE, DBUF_EDUP, DBUF_EOVERFLOW, DBUF_EOWNER, DBUF_ENRANKS,
+ *         DBUF_ELAYOUT, DBUF_ENOMEM  from rebuilding the tensors and layout
+ */
+DBUF_EXPORT int dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
+                                 dbuf_diag_t *diag);
+
+/**
+ * \brief The checksum of a message (its trailer), without decoding it.
+ *
+ * Not collective.
+ * \return 0, or DBUF_EINVAL (NULL), DBUF_EFORMAT (shorter than DBUF_WIRE_MIN_BYTES)
+ */
+DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
+
+/**
+ * \brief The identity of a layout: the checksum of its message.
+ *
+ * Not collective.  Two layouts have the same digest if and only if (up to
+ * XXH3 collisions) every field of them is equal.
+ * \return 0, or the errors of dbuf_wire_encode()
+ */
+DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
+                                 dbuf_diag_t *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBUF_WIRE_H */

@@ -1,0 +1,229 @@
+/*
+ * `dbuf-shard verify LAYOUT.json`: check a layout file offline (serial, no
+ * MPI).  Every violated invariant and every difference from a given tensor
+ * list is one line on stdout; the verdict is the exit status.
+ */
+#include "cli.h"
+
+#include "dbuf/layout_json.h"
+#include "dbuf/shapes_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_HELP = CLI_OPT_FIRST_FREE };
+
+static void
+verify_usage(FILE *f)
+{
+  fprintf(f,
+          "Usage: dbuf-shard verify LAYOUT.json [--shapes FILE | --model NAME |\n"
+          "                         --safetensors FILE... [--order FILE]]\n"
+          "Check a layout in the dbuf-shard JSON schema (from 'dbuf-shard plan\n"
+          "--format json', or written by hand for another framework) against\n"
+          "every invariant of its kind: tensors inside the buffer, no overlaps,\n"
+          "rank cuts on row (block) boundaries, padded offsets aligned to their\n"
+          "rows, equal padded segments that are multiples of the chunk,\n"
+          "TensorAtomic tensors inside their owner's segment, no padding in\n"
+          "unpadded and tensor layouts.  With a tensor list, also check that the\n"
+          "layout has the same tensor names, order and shapes.  LAYOUT '-' reads\n"
+          "stdin.  Give LAYOUT before --safetensors, which takes every following\n"
+          "word that does not start with '-'.\n\n"
+          "Tensor list to compare with (optional):\n"
+          "  --shapes FILE          'NAME d0xd1...' lines or a JSON shape array\n"
+          "  --model NAME           a built-in model (see 'dbuf-shard models')\n"
+          "  --safetensors FILE...  checkpoint headers, or one index .json\n"
+          "  --order FILE           tensor order for --safetensors\n"
+          "  -h, --help             this help\n\n"
+          "Output on stdout: one line per problem, 'LAYOUT: KIND: message', with\n"
+          "KIND one of range, bounds, overlap, align, cut, unequal, split, gap,\n"
+          "block, chunk (layout invariants) or missing, extra, shape, order\n"
+          "(differences from the tensor list), then 'LAYOUT: FAILED: N problems';\n"
+          "or the single line 'LAYOUT: OK: ...'.  Errors reading the inputs go\n"
+          "to stderr as 'dbuf-shard: FILE[:LINE]: message'.\n"
+          "Exit status: 0 valid, 1 problems found, 2 bad usage or unreadable\n"
+          "input.\n");
+}
+
+static const char *const viol_names[] = {
+    NULL,    "range", "bounds", "overlap", "align", "cut",
+    "unequal", "split", "gap",  "block",   "chunk"};
+
+typedef struct {
+  const char *file;  /* the layout file, as named */
+  const char *what;  /* the tensor list compared with */
+  const dbuf_tensors_t *t, *ref;
+  int64_t count;
+} vstate_t;
+
+static int
+on_violation(const dbuf_violation_t *v, void *arg)
+{
+  vstate_t *s = arg;
+  const char *k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_CHUNK
+                      ? viol_names[v->kind]
+                      : "invalid";
+  printf("%s: %s: %s\n", s->file, k, v->msg);
+  s->count++;
+  return 0;
+}
+
+static const char *
+shape(const dbuf_tensors_t *t, int64_t id, char *buf, size_t len)
+{
+  if (dbuf_tensors_shape_str(t, id, buf, len) != 0)
+    snprintf(buf, len, "?");
+  return buf;
+}
+
+static int
+on_diff(const dbuf_tensors_diff_t *d, void *arg)
+{
+  vstate_t *s = arg;
+  char a[512], b[512];
+  switch (d->kind) {
+  case DBUF_TDIFF_MISSING:
+    printf("%s: missing: tensor %s (%s) of %s is not in the layout\n", s->file,
+           dbuf_tensors_name(s->ref, d->ref_id),
+           shape(s->ref, d->ref_id, b, sizeof b), s->what);
+    break;
+  case DBUF_TDIFF_EXTRA:
+    printf("%s: extra: tensor %s (%s) is not in %s\n", s->file,
+           dbuf_tensors_name(s->t, d->id), shape(s->t, d->id, a, sizeof a),
+           s->what);
+    break;
+  case DBUF_TDIFF_SHAPE:
+    printf("%s: shape: tensor %s has shape %s in the layout, %s in %s\n",
+           s->file, dbuf_tensors_name(s->t, d->id),
+           shape(s->t, d->id, a, sizeof a),
+           shape(s->ref, d->ref_id, b, sizeof b), s->what);
+    break;
+  case DBUF_TDIFF_ORDER:
+    printf("%s: order: tensor %s is tensor %lld in the layout but %lld in %s\n",
+           s->file, dbuf_tensors_name(s->t, d->id), (long long)d->id,
+           (long long)d->ref_id, s->what);
+    break;
+  default:
+    printf("%s: %s\n", s->file, d->msg);
+  }
+  s->count++;
+  return 0;
+}
+
+int
+cmd_verify(int argc, char **argv)
+{
+  static const struct option longopts[] = {
+      {"shapes", required_argument, NULL, CLI_OPT_SHAPES},
+      {"model", required_argument, NULL, CLI_OPT_MODEL},
+      {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},
+      {"order", required_argument, NULL, CLI_OPT_ORDER},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  cli_plan_opts_t o;
+  const char *file = NULL;
+  int c, rc = CLI_EXIT_USAGE;
+  dbuf_tensors_t *ref = NULL;
+  dbuf_layout_t *l = NULL;
+  char *text = NULL;
+  size_t len;
+  dbuf_diag_t d;
+  char what[1024];
+
+  cli_plan_opts_init(&o);
+  optind = 1;
+  opterr = 0;
+  /* '+': stop at the first non-option, so LAYOUT may come first and
+   * --safetensors can take the words after it without reordering. */
+  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1 ||
+         (optind < argc && file == NULL)) {
+    if (c == -1) {
+      file = argv[optind++];
+      continue;
+    }
+    int h = cli_plan_opt(&o, c, optarg, argv, argc);
+    if (h == 1)
+      continue;
+    if (h == CLI_OPT_BAD)
+      goto out;
+    switch (c) {
+    case 'h':
+      verify_usage(stdout);
+      rc = CLI_EXIT_OK;
+      goto out;
+    case ':':
+      cli_err("verify: option '%s' needs a value (see 'dbuf-shard verify "
+              "--help')",
+              argv[optind - 1]);
+      goto out;
+    default:
+      cli_err("verify: unknown option '%s' (see 'dbuf-shard verify --help')",
+              argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (file == NULL) {
+    cli_err("verify: no layout file (see 'dbuf-shard verify --help')");
+    goto out;
+  }
+  if (optind < argc) {
+    cli_err("verify: unexpected argument '%s'", argv[optind]);
+    goto out;
+  }
+  const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
+  int compare = o.shapes != NULL || o.model != NULL || o.nsafetensors > 0;
+  if (!compare && o.order != NULL) {
+    cli_err("--order applies to --safetensors only");
+    goto out;
+  }
+  if (dbuf_file_read_all(file, &text, &len, &d) != 0) {
+    cli_err("%s", d.msg);
+    goto out;
+  }
+  if (dbuf_layout_from_json(name, text, len, &l, &d) != 0) {
+    cli_err("%s", d.msg);
+    rc = d.code == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    goto out;
+  }
+  if (compare && (rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0)
+    goto out;
+
+  vstate_t st = {name, what, dbuf_layout_tensors(l), ref, 0};
+  int e = dbuf_layout_validate(l, on_violation, &st, NULL, &d);
+  if (e != 0 && e != DBUF_ELAYOUT) {
+    cli_err("%s: %s", name, dbuf_strerror(e));
+    rc = CLI_EXIT_FAIL;
+    goto out;
+  }
+  if (compare) {
+    e = dbuf_tensors_compare(st.t, ref, on_diff, &st, NULL);
+    if (e != 0 && e != DBUF_EVERIFY) {
+      cli_err("%s: %s", name, dbuf_strerror(e));
+      rc = CLI_EXIT_FAIL;
+      goto out;
+    }
+  }
+  if (st.count > 0) {
+    printf("%s: FAILED: %lld problem%s\n", name, (long long)st.count,
+           st.count == 1 ? "" : "s");
+    rc = CLI_EXIT_FAIL;
+  } else {
+    printf("%s: OK: %s layout, dp %d, %lld tensors, %lld elements%s%s\n", name,
+           dbuf_layout_kind_name(dbuf_layout_kind(l)), dbuf_layout_nranks(l),
+           (long long)dbuf_layout_ntensors(l), (long long)dbuf_layout_size(l),
+           compare ? "; names, order and shapes match " : "",
+           compare ? what : "");
+    rc = CLI_EXIT_OK;
+  }
+  if (fflush(stdout) != 0) {
+    cli_err("<stdout>: write failed");
+    rc = CLI_EXIT_FAIL;
+  }
+out:
+  free(text);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(ref);
+  cli_plan_opts_free(&o);
+  return rc;
+}

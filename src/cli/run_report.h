@@ -1,0 +1,66 @@
+/* The report of the MPI run (text on rank 0's stdout, JSON with --report),
+ * and the node report, which `plan --ranks-per-node K` can print too. */
+#ifndef DBUF_CLI_RUN_REPORT_H
+#define DBUF_CLI_RUN_REPORT_H
+
+#include "dbuf/layout.h"
+#include "dbuf/nodes.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One rank's record: plain data, gathered on rank 0 as bytes. */
+typedef struct run_rank_rec {
+  int32_t rank, node;
+  int32_t materialized;     /* the segment was allocated and written */
+  int32_t cpu_bound;        /* CPU binding narrower than the machine */
+  int32_t mem_bound;        /* memory binding really happened (read back) */
+  int32_t hugepage, locked;
+  int32_t verify_ok;        /* this rank's own checks passed */
+  int64_t offset, end;      /* global range [offset, end) */
+  int64_t elements, bytes;
+  int64_t first_tensor, first_row, last_tensor, last_row; /* -1: none */
+  double on_node;           /* fraction of pages on the intended nodes, -1 unknown */
+  double fill_s, gbps;
+  char host[256];
+  char cpus[64];            /* CPU binding list */
+  char numa[64];            /* intended NUMA nodes ("" none) */
+  char verify[512];         /* "ok" or this rank's first problem */
+  char note[192];           /* why binding is as it is, when not obvious */
+} run_rank_rec_t;
+
+typedef struct run_timings {
+  double plan, broadcast, validate, materialize, verify, total;
+} run_timings_t;
+
+typedef struct run_summary {
+  const char *source;       /* "model llama-3.2-1b", a file name */
+  const char *dtype;
+  int64_t elem_size;
+  int nranks, per_rank;     /* MPI ranks; segments per rank */
+  uint64_t digest;          /* plan digest (wire checksum) */
+  int materialize;          /* 0 with --no-materialize */
+  const char *membind;      /* policy text */
+  int pass;
+  int64_t problems;
+  const char *message;      /* the agreed first problem, or "" */
+} run_summary_t;
+
+/* The node report as text (nodes, then tensors crossing node boundaries). */
+void cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n);
+
+/* {"nodes": [...], "crossing": [...]} (a new reference). */
+json_t *cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n);
+
+/* The whole report for people. */
+void run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
+                     const run_rank_rec_t *recs, const dbuf_nodes_t *n,
+                     const run_timings_t *t);
+
+/* The whole report as JSON text (malloc'd, ends in a newline), or NULL. */
+char *run_report_json(const dbuf_layout_t *l, const run_summary_t *s,
+                      const run_rank_rec_t *recs, const dbuf_nodes_t *n,
+                      const run_timings_t *t);
+
+#endif

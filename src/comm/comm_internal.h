@@ -1,0 +1,49 @@
+/* Internal helpers of the comm layer: the context and chunked collectives. */
+#ifndef DBUF_COMM_INTERNAL_H
+#define DBUF_COMM_INTERNAL_H
+
+#include "dbuf/comm.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+struct dbuf_comm {
+  MPI_Comm comm; /* our duplicate, MPI_ERRORS_RETURN */
+  int rank, size;
+  int64_t chunk; /* largest payload of one MPI call, bytes */
+};
+
+/* MPI return code -> 0 or DBUF_EMPI. */
+static inline int
+dbuf__mpi(int mpi_rc)
+{
+  return mpi_rc == MPI_SUCCESS ? 0 : DBUF_EMPI;
+}
+
+/* MPI_Bcast of len bytes from root, in pieces of at most ctx->chunk. */
+int dbuf__comm_bcast_bytes(dbuf_comm_t *ctx, void *buf, int64_t len, int root);
+
+/* In-place MPI_Allreduce of count int64 values, in pieces. */
+int dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op op);
+
+/* One problem found by a verification, ranked by level (1 most important). */
+typedef struct {
+  int level;      /* 0: none */
+  int rank;       /* rank named */
+  int64_t tensor; /* or -1 */
+  int64_t row;    /* or -1 */
+  char msg[DBUF_DIAG_LEN];
+} dbuf__problem_t;
+
+/* Record p as this rank's problem if it ranks before the one held. */
+void dbuf__problem_offer(dbuf__problem_t *held, const dbuf__problem_t *p);
+
+/*
+ * Agree on a verdict: the problem of the lowest (level, rank) wins and is
+ * broadcast; nproblems are summed.  Fills v (code, rank, tensor, row, msg,
+ * problems); local_ok/local_msg are left to the caller.
+ */
+int dbuf__comm_agree_verdict(dbuf_comm_t *ctx, const dbuf__problem_t *mine,
+                             int64_t nproblems, dbuf_verdict_t *v);
+
+#endif /* DBUF_COMM_INTERNAL_H */

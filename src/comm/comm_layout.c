@@ -1,0 +1,293 @@
+/* Broadcasting the layout, comparing inputs, and finding the nodes. */
+#include "comm_internal.h"
+
+#include "dbuf/wire.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Agree on a local code without a message (used where the message follows). */
+static int
+agree_rc(dbuf_comm_t *ctx, int local_rc)
+{
+  int g;
+  int rc = dbuf_comm_agree(ctx, local_rc, &g);
+  return rc != 0 ? rc : g;
+}
+
+int
+dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                       const dbuf_layout_t *layout, int nranks_expected,
+                       dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
+{
+  void *buf = NULL;
+  int64_t hdr[2] = {0, 0}; /* rank 0's code; then message or payload bytes */
+  dbuf_diag_t local;
+  int rc = 0;
+
+  if (ctx == NULL)
+    return DBUF_EINVAL;
+  dbuf_diag_clear(&local);
+  if (ctx->rank == 0) {
+    if (root_rc == 0 && layout == NULL) {
+      root_rc = DBUF_EINVAL;
+      root_msg = "no layout to broadcast";
+    }
+    if (root_rc == 0 && dbuf_wire_encode(layout, &buf, &hdr[1], &local) != 0) {
+      root_rc = local.code;
+      root_msg = local.msg;
+    }
+    if (root_rc > 0) /* not an error code: keep the promise of a negative one */
+      root_rc = DBUF_EINVAL;
+    hdr[0] = root_rc;
+    if (root_rc != 0) {
+      free(buf);
+      buf = NULL;
+      hdr[1] = root_msg ? (int64_t)strnlen(root_msg, DBUF_DIAG_LEN - 1) : 0;
+    }
+  }
+  /* Everyone learns what follows: a failure message or the layout bytes. */
+  if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS) {
+    free(buf);
+    return DBUF_EMPI;
+  }
+  if (hdr[0] != 0) {
+    char msg[DBUF_DIAG_LEN];
+    memset(msg, 0, sizeof msg);
+    if (ctx->rank == 0 && hdr[1] > 0)
+      memcpy(msg, root_msg, (size_t)hdr[1]);
+    if (MPI_Bcast(msg, (int)hdr[1], MPI_CHAR, 0, ctx->comm) != MPI_SUCCESS)
+      return DBUF_EMPI;
+    if (diag != NULL) {
+      diag->code = (int)hdr[0];
+      snprintf(diag->msg, sizeof diag->msg, "%s",
+               msg[0] ? msg : dbuf_strerror((int)hdr[0]));
+    }
+    return (int)hdr[0];
+  }
+  if (out == NULL)
+    rc = DBUF_EINVAL;
+  if (rc == 0 && ctx->rank != 0 &&
+      ((uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
+    rc = DBUF_ENOMEM;
+  /* Never enter the chunked broadcast unless every rank has its buffer. */
+  if ((rc = agree_rc(ctx, rc)) != 0) {
+    free(buf);
+    if (diag != NULL) {
+      diag->code = rc;
+      snprintf(diag->msg, sizeof diag->msg,
+               "cannot receive the %" PRId64 "-byte layout: %s", hdr[1],
+               dbuf_strerror(rc));
+    }
+    return rc;
+  }
+  if ((rc = dbuf__comm_bcast_bytes(ctx, buf, hdr[1], 0)) != 0) {
+    free(buf);
+    return rc;
+  }
+
+  /* Every rank, rank 0 included, decodes and re-validates what it received. */
+  dbuf_layout_t *l = NULL;
+  uint64_t sum = 0;
+  rc = dbuf_wire_decode(buf, hdr[1], &l, &local);
+  if (rc == 0)
+    dbuf_wire_checksum(buf, hdr[1], &sum);
+  free(buf);
+  if (rc == 0) {
+    dbuf_diag_t v;
+    dbuf_diag_clear(&v);
+    if (dbuf_layout_validate(l, NULL, NULL, NULL, &v) != 0) {
+      rc = DBUF_ELAYOUT;
+      snprintf(local.msg, sizeof local.msg, "received layout: %.480s", v.msg);
+    } else if (nranks_expected > 0 && dbuf_layout_nranks(l) != nranks_expected) {
+      rc = DBUF_ENRANKS;
+      snprintf(local.msg, sizeof local.msg,
+               "received layout has %d segments, expected %d",
+               dbuf_layout_nranks(l), nranks_expected);
+    }
+  }
+  local.code = rc;
+  rc = dbuf_comm_agree_diag(ctx, rc, &local);
+  if (rc != 0) {
+    dbuf_layout_destroy(l);
+    if (diag != NULL)
+      *diag = local;
+    return rc;
+  }
+  *out = l;
+  if (digest != NULL)
+    *digest = sum;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nodes                                                                     */
+
+void
+dbuf_comm_nodemap_free(dbuf_comm_nodemap_t *map)
+{
+  if (map == NULL)
+    return;
+  free(map->node_of_rank);
+  free(map->host);
+  free(map->node_name);
+  map->node_of_rank = NULL;
+  map->host = NULL;
+  map->node_name = NULL;
+}
+
+int
+dbuf_comm_nodes(dbuf_comm_t *ctx, dbuf_comm_nodemap_t *map, dbuf_diag_t *diag)
+{
+  MPI_Comm shm = MPI_COMM_NULL;
+  char name[DBUF_HOST_LEN];
+  int len = 0, leader = 0, rc = 0;
+  int *leaders = NULL;
+
+  if (ctx == NULL || map == NULL)
+    return DBUF_EINVAL;
+  memset(map, 0, sizeof *map);
+  memset(name, 0, sizeof name);
+  /* The key keeps the ranks of a node in global order: local 0 is the lowest. */
+  if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
+                          &shm) != MPI_SUCCESS)
+    return DBUF_EMPI;
+  MPI_Comm_rank(shm, &map->local_index);
+  MPI_Comm_size(shm, &map->local_size);
+  leader = ctx->rank;
+  if (MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm) != MPI_SUCCESS)
+    rc = DBUF_EMPI;
+  MPI_Comm_free(&shm);
+  if (MPI_Get_processor_name(name, &len) != MPI_SUCCESS || len < 1)
+    snprintf(name, sizeof name, "unknown");
+  name[sizeof name - 1] = '\0';
+
+  map->nranks = ctx->size;
+  map->node_of_rank = calloc((size_t)ctx->size, sizeof *map->node_of_rank);
+  map->host = calloc((size_t)ctx->size, sizeof *map->host);
+  leaders = calloc((size_t)ctx->size, sizeof *leaders);
+  if (rc == 0 && (!map->node_of_rank || !map->host || !leaders))
+    rc = DBUF_ENOMEM;
+  if ((rc = agree_rc(ctx, rc)) != 0)
+    goto fail;
+  if (MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, ctx->comm) != MPI_SUCCESS ||
+      MPI_Allgather(name, DBUF_HOST_LEN, MPI_CHAR, map->host, DBUF_HOST_LEN, MPI_CHAR,
+                    ctx->comm) != MPI_SUCCESS) {
+    rc = DBUF_EMPI;
+    goto fail;
+  }
+  /* Nodes numbered in the order of their lowest rank: O(nranks). */
+  int *index_of_leader = map->node_of_rank; /* reused as scratch, then filled */
+  for (int r = 0; r < ctx->size; r++)
+    index_of_leader[r] = -1;
+  int nn = 0;
+  for (int r = 0; r < ctx->size; r++)
+    if (leaders[r] == r)
+      index_of_leader[r] = nn++;
+  for (int r = 0; r < ctx->size; r++)
+    leaders[r] = index_of_leader[leaders[r]];
+  memcpy(map->node_of_rank, leaders, (size_t)ctx->size * sizeof *leaders);
+  map->nnodes = nn;
+  map->node_name = calloc((size_t)nn, sizeof *map->node_name);
+  rc = map->node_name ? 0 : DBUF_ENOMEM;
+  if ((rc = agree_rc(ctx, rc)) != 0)
+    goto fail;
+  for (int r = ctx->size - 1; r >= 0; r--) {
+    map->host[r][DBUF_HOST_LEN - 1] = '\0';
+    map->node_name[map->node_of_rank[r]] = map->host[r];
+  }
+  free(leaders);
+  return 0;
+fail:
+  free(leaders);
+  dbuf_comm_nodemap_free(map);
+  if (diag != NULL) {
+    diag->code = rc;
+    snprintf(diag->msg, sizeof diag->msg, "node discovery failed: %s", dbuf_strerror(rc));
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inputs                                                                    */
+
+typedef struct {
+  uint64_t digest;
+  int64_t readable;
+  char host[DBUF_HOST_LEN];
+} input_rec_t;
+
+static int
+same_input(const input_rec_t *a, const input_rec_t *b)
+{
+  return a->readable == b->readable && (!a->readable || a->digest == b->digest);
+}
+
+int
+dbuf_comm_check_inputs(dbuf_comm_t *ctx, uint64_t digest, int readable,
+                       dbuf_diag_t *diag)
+{
+  input_rec_t mine, *all;
+  int len = 0, rc = 0;
+  if (ctx == NULL)
+    return DBUF_EINVAL;
+  memset(&mine, 0, sizeof mine);
+  mine.digest = digest;
+  mine.readable = readable != 0;
+  if (MPI_Get_processor_name(mine.host, &len) != MPI_SUCCESS || len < 1)
+    snprintf(mine.host, sizeof mine.host, "unknown");
+  mine.host[sizeof mine.host - 1] = '\0';
+  all = calloc((size_t)ctx->size, sizeof *all);
+  if ((rc = agree_rc(ctx, all ? 0 : DBUF_ENOMEM)) != 0) {
+    free(all);
+    return rc;
+  }
+  if (MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                    ctx->comm) != MPI_SUCCESS) {
+    free(all);
+    return DBUF_EMPI;
+  }
+  /* Every rank builds the same message from the same gathered table. */
+  char msg[DBUF_DIAG_LEN];
+  size_t at = 0;
+  int ndiff = 0;
+  for (int r = 1; r < ctx->size; r++) {
+    if (same_input(&all[r], &all[0]))
+      continue;
+    if (ndiff++ == 0)
+      at = (size_t)snprintf(msg, sizeof msg, "input differs from rank 0's (%s, %s%016" PRIx64 ") on",
+                            all[0].host, all[0].readable ? "digest " : "unreadable ",
+                            all[0].readable ? all[0].digest : 0);
+    /* One group: consecutive differing ranks on the same host seeing the same. */
+    int e = r;
+    while (e + 1 < ctx->size && !same_input(&all[e + 1], &all[0]) &&
+           strcmp(all[e + 1].host, all[r].host) == 0 && same_input(&all[e + 1], &all[r]))
+      e++;
+    if (at < sizeof msg) {
+      char what[64];
+      if (all[r].readable)
+        snprintf(what, sizeof what, "digest %016" PRIx64, all[r].digest);
+      else
+        snprintf(what, sizeof what, "cannot read it");
+      if (e > r)
+        at += (size_t)snprintf(msg + at, sizeof msg - at, "%s ranks %d-%d (%s, %s)",
+                               ndiff > 1 ? "," : "", r, e, all[r].host, what);
+      else
+        at += (size_t)snprintf(msg + at, sizeof msg - at, "%s rank %d (%s, %s)",
+                               ndiff > 1 ? "," : "", r, all[r].host, what);
+    }
+    r = e;
+  }
+  free(all);
+  if (ndiff == 0)
+    return 0;
+  if (diag != NULL) {
+    diag->code = DBUF_EMISMATCH;
+    memcpy(diag->msg, msg, sizeof msg);
+    diag->msg[sizeof diag->msg - 1] = '\0';
+  }
+  return DBUF_EMISMATCH;
+}

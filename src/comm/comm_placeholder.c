@@ -1,2 +1,0 @@
-/* placeholder until the comm layer lands */
-typedef int dbuf__comm_placeholder_t;

@@ -1,0 +1,640 @@
+/* Collective verification: structure (whole rows, owned once) and data. */
+#include "comm_internal.h"
+
+#include "dbuf/pattern.h"
+#include "dbuf/wire.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SAMPLE_MAX_BYTES ((int64_t)1 << 20)
+
+/* n int64 values (n >= 0), or NULL if that does not fit size_t. */
+static int64_t *
+alloc_i64(int64_t n, int zero)
+{
+  if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(int64_t))
+    return NULL;
+  size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(int64_t);
+  return zero ? calloc(1, bytes) : malloc(bytes);
+}
+
+static void problem_set(dbuf__problem_t *p, int level, int rank, int64_t tensor,
+                        int64_t row, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void
+problem_set(dbuf__problem_t *p, int level, int rank, int64_t tensor, int64_t row,
+            const char *fmt, ...)
+{
+  va_list ap;
+  p->level = level;
+  p->rank = rank;
+  p->tensor = tensor;
+  p->row = row;
+  va_start(ap, fmt);
+  vsnprintf(p->msg, sizeof p->msg, fmt, ap);
+  va_end(ap);
+}
+
+/* "tensor NAME row R", "padding" or "the end of the buffer" for offset x,
+ * from the layout's own queries; *tensor and *row get the ids (or -1). */
+static void
+describe(const dbuf_layout_t *l, int64_t x, char *buf, size_t len, int64_t *tensor,
+         int64_t *row)
+{
+  int64_t t = -1;
+  *tensor = *row = -1;
+  if (x >= dbuf_layout_size(l) || x < 0 || dbuf_layout_tensor_at(l, x, &t) != 0) {
+    snprintf(buf, len, "%s", x == dbuf_layout_size(l) ? "the end of the buffer"
+                                                       : "outside the buffer");
+    return;
+  }
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  if (t < 0) { /* name the last tensor before the padding, if any */
+    const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+    int64_t lo = 0, hi = dbuf_layout_ntensors(l);
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (off[order[mid]] < x)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    while (--lo >= 0 && dbuf_tensors_numel(ts, order[lo]) == 0)
+      ;
+    if (lo < 0) {
+      snprintf(buf, len, "padding");
+      return;
+    }
+    *tensor = order[lo];
+    *row = dbuf_tensors_rows(ts, order[lo]) - 1;
+    snprintf(buf, len, "padding after tensor %s row %" PRId64, dbuf_tensors_name(ts, *tensor),
+             *row);
+    return;
+  }
+  int64_t re = dbuf_tensors_row_elems(ts, t), k = x - dbuf_layout_offsets(l)[t];
+  *tensor = t;
+  *row = k / re;
+  if (k % re == 0)
+    snprintf(buf, len, "tensor %s row %" PRId64, dbuf_tensors_name(ts, t), k / re);
+  else
+    snprintf(buf, len, "tensor %s row %" PRId64 " column %" PRId64,
+             dbuf_tensors_name(ts, t), k / re, k % re);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Structure                                                                 */
+
+/* 1. Do all ranks hold rank 0's layout?  A rank that does not compares its
+ * cuts and offsets with rank 0's and names the first difference. */
+static int
+check_same_layout(dbuf_comm_t *ctx, const dbuf_layout_t *l, uint64_t plan,
+                  dbuf__problem_t *mine, int64_t *nprob, int *same_shape)
+{
+  struct {
+    uint64_t digest;
+    int64_t ntensors, nranks;
+  } me, *all;
+  dbuf_diag_t d;
+  int rc = dbuf_wire_digest(l, &me.digest, &d);
+  me.ntensors = dbuf_layout_ntensors(l);
+  me.nranks = dbuf_layout_nranks(l);
+  all = calloc((size_t)ctx->size, sizeof *all);
+  if (all == NULL)
+    rc = DBUF_ENOMEM;
+  int g;
+  if (dbuf_comm_agree(ctx, rc, &g) != 0 || g != 0) {
+    free(all);
+    return g ? g : DBUF_EMPI;
+  }
+  if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE,
+                    ctx->comm) != MPI_SUCCESS) {
+    free(all);
+    return DBUF_EMPI;
+  }
+  int differ = 0, refr = -1;
+  if (plan == 0)
+    plan = all[0].digest;
+  *same_shape = 1;
+  for (int r = 0; r < ctx->size; r++) {
+    differ |= all[r].digest != plan;
+    if (refr < 0 && all[r].digest == plan)
+      refr = r;
+    if (all[r].ntensors != all[0].ntensors)
+      *same_shape = 0;
+  }
+  if (refr < 0)
+    refr = 0; /* nobody holds the plan: compare with rank 0 */
+  uint64_t d0 = plan;
+  int64_t n0 = all[refr].ntensors, nr0 = all[refr].nranks;
+  free(all);
+  if (!differ)
+    return 0;
+
+  /* The reference rank's cuts and offsets, to name the first difference. */
+  int64_t *ref = NULL, nref = nr0 + 1 + n0;
+  ref = alloc_i64(nref, 0);
+  rc = ref ? 0 : DBUF_ENOMEM;
+  if (dbuf_comm_agree(ctx, rc, &g) != 0 || g != 0) {
+    free(ref);
+    return g ? g : DBUF_EMPI;
+  }
+  if (ctx->rank == refr) {
+    memcpy(ref, dbuf_layout_range(l), (size_t)(nr0 + 1) * sizeof *ref);
+    memcpy(ref + nr0 + 1, dbuf_layout_offsets(l), (size_t)n0 * sizeof *ref);
+  }
+  if ((rc = dbuf__comm_bcast_bytes(ctx, ref, nref * (int64_t)sizeof *ref, refr)) != 0) {
+    free(ref);
+    return rc;
+  }
+  if (me.digest != d0) {
+    dbuf__problem_t p;
+    char what[DBUF_DIAG_LEN / 2], what0[DBUF_DIAG_LEN / 2];
+    int64_t t, row, t0, row0;
+    const int64_t *range = dbuf_layout_range(l), *off = dbuf_layout_offsets(l);
+    (*nprob)++;
+    problem_set(&p, 1, ctx->rank, -1, -1,
+                "rank %d: stale layout: checksum %016" PRIx64 ", the plan has %016" PRIx64,
+                ctx->rank, me.digest, d0);
+    if (me.nranks != nr0 || me.ntensors != n0) {
+      problem_set(&p, 1, ctx->rank, -1, -1,
+                  "rank %d: stale layout: %" PRId64 " segments and %" PRId64
+                  " tensors, rank %d has %" PRId64 " and %" PRId64,
+                  ctx->rank, me.nranks, me.ntensors, refr, nr0, n0);
+    } else {
+      int found = 0;
+      for (int64_t c = 1; c < nr0 && !found; c++) {
+        if (range[c] == ref[c])
+          continue;
+        found = 1;
+        describe(l, range[c], what, sizeof what, &t, &row);
+        describe(l, ref[c], what0, sizeof what0, &t0, &row0);
+        problem_set(&p, 1, ctx->rank, t, row,
+                    "rank %d: stale layout: segment %" PRId64 " starts at %" PRId64
+                    " (%s), the plan (rank %d) has %" PRId64 " (%s)",
+                    ctx->rank, c, range[c], what, refr, ref[c], what0);
+      }
+      for (int64_t i = 0; i < n0 && !found; i++) {
+        if (off[i] == ref[nr0 + 1 + i])
+          continue;
+        found = 1;
+        problem_set(&p, 1, ctx->rank, i, 0,
+                    "rank %d: stale layout: tensor %s row 0 at %" PRId64
+                    ", the plan (rank %d) has %" PRId64,
+                    ctx->rank, dbuf_tensors_name(dbuf_layout_tensors(l), i), off[i], refr,
+                    ref[nr0 + 1 + i]);
+      }
+    }
+    dbuf__problem_offer(mine, &p);
+  }
+  free(ref);
+  return 0;
+}
+
+/* 2. Does x (start or end of this rank's range) fall on a boundary? */
+static void
+check_boundary(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t x, const char *which,
+               dbuf__problem_t *mine, int64_t *nprob)
+{
+  int64_t t = -1;
+  if (x <= 0 || x >= dbuf_layout_size(l) || dbuf_layout_tensor_at(l, x, &t) != 0 || t < 0)
+    return;
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  int64_t off = dbuf_layout_offsets(l)[t], k = x - off;
+  int64_t re = dbuf_tensors_row_elems(ts, t), unit = re * dbuf_layout_block_size(l);
+  dbuf__problem_t p;
+  if (k == 0)
+    return;
+  if (dbuf_layout_kind(l) == DBUF_LAYOUT_TENSOR) {
+    problem_set(&p, 2, ctx->rank, t, k / re,
+                "rank %d: segment %s %" PRId64 " cuts tensor %s row %" PRId64
+                " (TensorAtomic: a tensor is never split)",
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re);
+  } else if (k % re != 0) {
+    problem_set(&p, 2, ctx->rank, t, k / re,
+                "rank %d: segment %s %" PRId64 " is inside tensor %s row %" PRId64
+                " (column %" PRId64 " of %" PRId64 ")",
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re, k % re, re);
+  } else if (k % unit != 0) {
+    problem_set(&p, 2, ctx->rank, t, k / re,
+                "rank %d: segment %s %" PRId64 " is inside a block of tensor %s at row %" PRId64
+                " (block size %" PRId64 ")",
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re,
+                dbuf_layout_block_size(l));
+  } else {
+    return;
+  }
+  (*nprob)++;
+  dbuf__problem_offer(mine, &p);
+}
+
+/* Rows of tensor t whose first element lies in [a, b). */
+static int64_t
+rows_in(const dbuf_tensors_t *ts, int64_t t, int64_t off, int64_t a, int64_t b,
+        int64_t *first)
+{
+  int64_t re = dbuf_tensors_row_elems(ts, t), end = off + dbuf_tensors_numel(ts, t);
+  int64_t lo = a > off ? a : off, hi = b < end ? b : end;
+  if (lo >= hi)
+    return 0;
+  int64_t r0 = (lo - off + re - 1) / re, r1 = (hi - off + re - 1) / re;
+  if (first)
+    *first = r0;
+  return r1 - r0;
+}
+
+/* Tensors with elements in [a, b), in offset order: calls fn for each. */
+static void
+for_tensors_in(const dbuf_layout_t *l, int64_t a, int64_t b,
+               void (*fn)(const dbuf_layout_t *, int64_t, void *), void *arg)
+{
+  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+  int64_t n = dbuf_layout_ntensors(l), t = -1;
+  if (a >= b)
+    return;
+  if (a < dbuf_layout_size(l) && dbuf_layout_tensor_at(l, a, &t) == 0 && t >= 0 &&
+      off[t] < a)
+    fn(l, t, arg);
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (off[order[mid]] < a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < n && off[order[lo]] < b; lo++)
+    fn(l, order[lo], arg);
+}
+
+typedef struct {
+  int64_t a, b, *cnt;
+} count_arg_t;
+
+static void
+count_rows(const dbuf_layout_t *l, int64_t t, void *arg)
+{
+  count_arg_t *c = arg;
+  c->cnt[t] += rows_in(dbuf_layout_tensors(l), t, dbuf_layout_offsets(l)[t], c->a, c->b,
+                       NULL);
+}
+
+/* 4. Every row owned exactly once: sums over ranks must equal the rows. */
+static int
+check_row_counts(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
+                 dbuf__problem_t *mine, int64_t *nprob)
+{
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  int64_t n = dbuf_layout_ntensors(l);
+  int64_t *cnt = alloc_i64(n, 1);
+  int g;
+  if (dbuf_comm_agree(ctx, cnt ? 0 : DBUF_ENOMEM, &g) != 0 || g != 0) {
+    free(cnt);
+    return g ? g : DBUF_EMPI;
+  }
+  count_arg_t ca = {start > 0 ? start : 0,
+                    end < dbuf_layout_size(l) ? end : dbuf_layout_size(l), cnt};
+  for_tensors_in(l, ca.a, ca.b, count_rows, &ca);
+  int rc = dbuf__comm_allreduce_i64(ctx, cnt, n, MPI_SUM);
+  if (rc != 0) {
+    free(cnt);
+    return rc;
+  }
+  int64_t bad = -1, nbad = 0;
+  for (int64_t t = 0; t < n; t++) {
+    if (cnt[t] != dbuf_tensors_rows(ts, t)) {
+      if (bad < 0)
+        bad = t;
+      nbad++;
+    }
+  }
+  free(cnt);
+  if (bad < 0)
+    return 0;
+
+  /* Name the row: every rank's interval of rows of that tensor, in rank order. */
+  int64_t iv[2] = {-1, -1}, *all = alloc_i64(2 * (int64_t)ctx->size, 0);
+  if (dbuf_comm_agree(ctx, all ? 0 : DBUF_ENOMEM, &g) != 0 || g != 0) {
+    free(all);
+    return g ? g : DBUF_EMPI;
+  }
+  int64_t first = 0, k = rows_in(ts, bad, dbuf_layout_offsets(l)[bad], ca.a, ca.b, &first);
+  if (k > 0) {
+    iv[0] = first;
+    iv[1] = first + k;
+  }
+  if (MPI_Allgather(iv, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->comm) != MPI_SUCCESS) {
+    free(all);
+    return DBUF_EMPI;
+  }
+  const char *name = dbuf_tensors_name(ts, bad);
+  int64_t rows = dbuf_tensors_rows(ts, bad), expect = 0;
+  int prev = -1;
+  dbuf__problem_t p;
+  memset(&p, 0, sizeof p);
+  for (int r = 0; r < ctx->size && p.level == 0; r++) {
+    if (all[2 * r] < 0)
+      continue;
+    if (all[2 * r] > expect)
+      problem_set(&p, 3, r, bad, expect,
+                  "tensor %s row %" PRId64 " is owned by no rank (lost between rank %d and rank %d)",
+                  name, expect, prev, r);
+    else if (all[2 * r] < expect)
+      problem_set(&p, 3, r, bad, all[2 * r],
+                  "tensor %s row %" PRId64 " is owned twice (by rank %d and rank %d)", name,
+                  all[2 * r], prev, r);
+    if (all[2 * r + 1] > expect)
+      expect = all[2 * r + 1];
+    prev = r;
+  }
+  if (p.level == 0)
+    problem_set(&p, 3, prev < 0 ? 0 : prev, bad, expect < rows ? expect : 0,
+                "tensor %s: the ranks own %" PRId64 " of its %" PRId64 " rows (row %" PRId64
+                " lost after rank %d)",
+                name, expect, rows, expect, prev);
+  free(all);
+  if (ctx->rank == 0)
+    *nprob += nbad; /* a global finding: counted once */
+  dbuf__problem_offer(mine, &p);
+  return 0;
+}
+
+int
+dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t *l, uint64_t plan_digest,
+                           int64_t start, int64_t end, dbuf_verdict_t *v)
+{
+  dbuf__problem_t mine;
+  int64_t nprob = 0;
+  int same_shape = 0, rc;
+  if (ctx == NULL || v == NULL)
+    return DBUF_EINVAL;
+  memset(v, 0, sizeof *v);
+  memset(&mine, 0, sizeof mine);
+  int g = 0;
+  if ((rc = dbuf_comm_agree(ctx, l ? 0 : DBUF_EINVAL, &g)) != 0 || g != 0)
+    return v->code = (g ? g : rc);
+
+  /* 1. The same layout everywhere. */
+  if ((rc = check_same_layout(ctx, l, plan_digest, &mine, &nprob, &same_shape)) != 0)
+    return v->code = rc;
+
+  /* 2. Local: the range is inside the buffer and cut on boundaries. */
+  int64_t size = dbuf_layout_size(l);
+  if (start < 0 || end > size || start > end) {
+    dbuf__problem_t p;
+    problem_set(&p, 2, ctx->rank, -1, -1,
+                "rank %d: segment [%" PRId64 ", %" PRId64 ") is not inside the buffer [0, %" PRId64 ")",
+                ctx->rank, start, end, size);
+    nprob++;
+    dbuf__problem_offer(&mine, &p);
+  } else {
+    check_boundary(ctx, l, start, "start", &mine, &nprob);
+    check_boundary(ctx, l, end, "end", &mine, &nprob);
+  }
+
+  /* 3. Neighbours share their boundary. */
+  int64_t prev_end = 0;
+  int up = ctx->rank + 1 < ctx->size ? ctx->rank + 1 : MPI_PROC_NULL;
+  int down = ctx->rank > 0 ? ctx->rank - 1 : MPI_PROC_NULL;
+  if (MPI_Sendrecv(&end, 1, MPI_INT64_T, up, 71, &prev_end, 1, MPI_INT64_T, down, 71,
+                   ctx->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    return v->code = DBUF_EMPI;
+  if (prev_end != start) {
+    char a[DBUF_DIAG_LEN / 3], b[DBUF_DIAG_LEN / 3];
+    int64_t t, row, t2, row2;
+    dbuf__problem_t p;
+    describe(l, start, a, sizeof a, &t, &row);
+    describe(l, prev_end, b, sizeof b, &t2, &row2);
+    if (ctx->rank == 0)
+      problem_set(&p, 2, 0, t, row, "rank 0: segment starts at %" PRId64 " (%s), not at 0",
+                  start, a);
+    else
+      problem_set(&p, 2, ctx->rank, t >= 0 ? t : t2, t >= 0 ? row : row2,
+                  "rank %d: segment starts at %" PRId64 " (%s) but rank %d's ends at %" PRId64
+                  " (%s)",
+                  ctx->rank, start, a, ctx->rank - 1, prev_end, b);
+    nprob++;
+    dbuf__problem_offer(&mine, &p);
+  }
+  if (up == MPI_PROC_NULL && end != size) {
+    char a[DBUF_DIAG_LEN / 3];
+    int64_t t, row;
+    dbuf__problem_t p;
+    describe(l, end, a, sizeof a, &t, &row);
+    problem_set(&p, 2, ctx->rank, t, row,
+                "rank %d: the last segment ends at %" PRId64 " (%s), not at the buffer size %" PRId64,
+                ctx->rank, end, a, size);
+    nprob++;
+    dbuf__problem_offer(&mine, &p);
+  }
+  v->local_ok = mine.level == 0;
+  snprintf(v->local_msg, sizeof v->local_msg, "%s", mine.msg);
+
+  /* 4. Every row owned once (only meaningful if all ranks list the same tensors). */
+  if (same_shape && (rc = check_row_counts(ctx, l, start, end, &mine, &nprob)) != 0)
+    return v->code = rc;
+
+  int keep_ok = v->local_ok;
+  char keep_msg[DBUF_DIAG_LEN];
+  memcpy(keep_msg, v->local_msg, sizeof keep_msg);
+  rc = dbuf__comm_agree_verdict(ctx, &mine, nprob, v);
+  v->local_ok = keep_ok;
+  memcpy(v->local_msg, keep_msg, sizeof keep_msg);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data                                                                      */
+
+static void
+bad_msg(const dbuf_layout_t *l, int rank, const dbuf_pattern_bad_t *b, int64_t nbad,
+        int64_t elem_size, const char *how, dbuf__problem_t *p, int level)
+{
+  int w = (int)(2 * elem_size);
+  if (b->tensor < 0)
+    problem_set(p, level, rank, -1, -1,
+                "rank %d: %spadding at global offset %" PRId64 " holds 0x%0*" PRIx64
+                ", expected 0 (%" PRId64 " wrong elements)",
+                rank, how, b->offset, w, b->found, nbad);
+  else
+    problem_set(p, level, rank, b->tensor, b->row,
+                "rank %d: %stensor %s row %" PRId64 " column %" PRId64
+                " (global offset %" PRId64 ") holds 0x%0*" PRIx64 ", expected 0x%0*" PRIx64
+                " (%" PRId64 " wrong elements)",
+                rank, how, dbuf_tensors_name(dbuf_layout_tensors(l), b->tensor), b->row,
+                b->col, b->offset, w, b->found, w, b->expected, nbad);
+}
+
+/* The sample runs of [start, end): whole rows around evenly spaced offsets. */
+static int64_t
+sample_runs(const dbuf_layout_t *l, int64_t start, int64_t end, int want, int64_t elem_size,
+            int64_t *runs /* [2 * want] */)
+{
+  int64_t n = 0, cap = SAMPLE_MAX_BYTES / elem_size / (want > 0 ? want : 1);
+  if (cap < 1)
+    cap = 1;
+  for (int i = 0; i < want && start < end; i++) {
+    int64_t x = i == want - 1 ? end - 1 : start + (end - start) / want * i;
+    int64_t t = -1, a = x, b = x + 1;
+    dbuf_layout_tensor_at(l, x, &t);
+    if (t >= 0) {
+      const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+      int64_t off = dbuf_layout_offsets(l)[t], re = dbuf_tensors_row_elems(ts, t);
+      a = off + (x - off) / re * re;
+      b = a + re;
+    }
+    if (a < start)
+      a = start;
+    if (b > end)
+      b = end;
+    if (b - a > cap) {
+      a = x - cap / 2 > a ? x - cap / 2 : a;
+      b = a + cap < b ? a + cap : b;
+    }
+    if (n > 0 && a < runs[2 * n - 2] + runs[2 * n - 1])
+      continue; /* overlaps the previous sample */
+    runs[2 * n] = a;
+    runs[2 * n + 1] = b - a;
+    n++;
+  }
+  return n;
+}
+
+int
+dbuf_comm_verify_data(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
+                      const void *seg, int64_t elem_size, int sample_rows, dbuf_verdict_t *v)
+{
+  dbuf__problem_t mine;
+  int64_t nprob = 0, nbad = 0;
+  int rc, g;
+  if (ctx == NULL || v == NULL)
+    return DBUF_EINVAL;
+  memset(v, 0, sizeof *v);
+  memset(&mine, 0, sizeof mine);
+  int bad_args = l == NULL || (seg == NULL && end > start) || sample_rows < 0 ||
+                 (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) ||
+                 start < 0 || start > end || end > dbuf_layout_size(l);
+  if ((rc = dbuf_comm_agree(ctx, bad_args ? DBUF_EINVAL : 0, &g)) != 0 || g != 0)
+    return v->code = (g ? g : rc);
+
+  /* Every element of this rank's own segment. */
+  dbuf_pattern_bad_t first;
+  if ((rc = dbuf_pattern_verify(l, start, end, seg, elem_size, NULL, NULL, &nbad, &first)) == 0 &&
+      nbad > 0) {
+    bad_msg(l, ctx->rank, &first, nbad, elem_size, "", &mine, 1);
+    nprob++;
+  }
+  if ((rc = dbuf_comm_agree(ctx, rc, &g)) != 0 || g != 0)
+    return v->code = (g ? g : rc);
+  v->local_ok = mine.level == 0;
+  snprintf(v->local_msg, sizeof v->local_msg, "%s", mine.msg);
+
+  /* Rank 0's spot check of sample rows of every rank. */
+  int64_t *runs = calloc((size_t)(2 * (sample_rows > 0 ? sample_rows : 1)), sizeof *runs);
+  int64_t nruns = runs ? sample_runs(l, start, end, sample_rows, elem_size, runs) : 0;
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < nruns; i++)
+    bytes += runs[2 * i + 1] * elem_size;
+  /* Message: nruns, then (offset, count) pairs, then the bytes. */
+  int64_t msg_len = 8 + 16 * nruns + bytes;
+  char *msg = runs ? malloc((size_t)msg_len) : NULL;
+  int *counts = NULL, *displs = NULL;
+  char *recv = NULL;
+  rc = msg ? 0 : DBUF_ENOMEM;
+  if (ctx->rank == 0 && rc == 0) {
+    counts = calloc((size_t)ctx->size, sizeof *counts);
+    displs = calloc((size_t)ctx->size, sizeof *displs);
+    if (!counts || !displs)
+      rc = DBUF_ENOMEM;
+  }
+  int my_count = 0;
+  if (rc == 0)
+    rc = dbuf_comm_count(msg_len, &my_count);
+  if ((g = 0, dbuf_comm_agree(ctx, rc, &g)) != 0 || g != 0) {
+    rc = g ? g : DBUF_EMPI;
+    goto out;
+  }
+  memcpy(msg, &nruns, 8);
+  memcpy(msg + 8, runs, (size_t)(16 * nruns));
+  for (int64_t i = 0, at = 8 + 16 * nruns; i < nruns; i++) {
+    size_t nb = (size_t)(runs[2 * i + 1] * elem_size);
+    memcpy(msg + at, (const char *)seg + (runs[2 * i] - start) * elem_size, nb);
+    at += (int64_t)nb;
+  }
+  if (MPI_Gather(&my_count, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->comm) != MPI_SUCCESS) {
+    rc = DBUF_EMPI;
+    goto out;
+  }
+  rc = 0;
+  if (ctx->rank == 0) {
+    int64_t total = 0;
+    for (int r = 0; r < ctx->size; r++) {
+      displs[r] = (int)total;
+      total += counts[r];
+      if (total > INT_MAX)
+        rc = DBUF_EOVERFLOW;
+    }
+    if (rc == 0 && (recv = malloc((size_t)(total > 0 ? total : 1))) == NULL)
+      rc = DBUF_ENOMEM;
+  }
+  if ((g = 0, dbuf_comm_agree(ctx, rc, &g)) != 0 || g != 0) {
+    rc = g ? g : DBUF_EMPI;
+    goto out;
+  }
+  if (MPI_Gatherv(msg, my_count, MPI_BYTE, recv, counts, displs, MPI_BYTE, 0, ctx->comm) !=
+      MPI_SUCCESS) {
+    rc = DBUF_EMPI;
+    goto out;
+  }
+  if (ctx->rank == 0) {
+    dbuf__problem_t spot;
+    memset(&spot, 0, sizeof spot);
+    for (int r = 0; r < ctx->size; r++) {
+      const char *m = recv + displs[r];
+      int64_t k;
+      memcpy(&k, m, 8);
+      for (int64_t i = 0, at = 8 + 16 * k; i < k && counts[r] >= 8 + 16 * k; i++) {
+        int64_t off, cnt, nb2 = 0;
+        int owner = -1;
+        memcpy(&off, m + 8 + 16 * i, 8);
+        memcpy(&cnt, m + 16 + 16 * i, 8);
+        dbuf__problem_t p;
+        memset(&p, 0, sizeof p);
+        if (off < 0 || cnt < 1 || off > dbuf_layout_size(l) - cnt ||
+            dbuf_layout_owner_of(l, off, &owner) != 0 || owner < 0) {
+          problem_set(&p, 2, r, -1, -1,
+                      "rank %d: spot check: sample at global offset %" PRId64
+                      " is outside rank 0's buffer",
+                      r, off);
+        } else {
+          dbuf_pattern_bad_t b;
+          dbuf_pattern_verify(l, off, off + cnt, m + at, elem_size, NULL, NULL, &nb2, &b);
+          if (nb2 > 0)
+            bad_msg(l, r, &b, nb2, elem_size, "spot check by rank 0: ", &p, 2);
+        }
+        if (p.level != 0) {
+          nprob++;
+          dbuf__problem_offer(&spot, &p);
+        }
+        at += cnt * elem_size;
+      }
+    }
+    dbuf__problem_offer(&mine, &spot);
+  }
+  rc = dbuf__comm_agree_verdict(ctx, &mine, nprob, v);
+  v->local_ok = nbad == 0;
+out:
+  free(runs);
+  free(msg);
+  free(counts);
+  free(displs);
+  free(recv);
+  if (rc != 0 && rc != DBUF_EVERIFY)
+    v->code = rc;
+  return rc;
+}

@@ -1,0 +1,215 @@
+/* Report entry point: options, format names, the rank walk, number formats. */
+#include "core_internal.h"
+#include "report_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const format_names[] = {NULL, "summary", "table", "diagram",
+                                           "csv", "svg"};
+
+const char *
+dbuf_report_format_name(int format)
+{
+  if (format >= DBUF_REPORT_SUMMARY && format <= DBUF_REPORT_SVG)
+    return format_names[format];
+  return "unknown";
+}
+
+int
+dbuf_report_format_parse(const char *name, dbuf_report_format_t *format)
+{
+  if (name == NULL || format == NULL)
+    return DBUF_EINVAL;
+  for (int f = DBUF_REPORT_SUMMARY; f <= DBUF_REPORT_SVG; f++) {
+    if (strcmp(name, format_names[f]) == 0) {
+      *format = (dbuf_report_format_t)f;
+      return 0;
+    }
+  }
+  return DBUF_EINVAL;
+}
+
+void
+dbuf_report_opts_init(dbuf_report_opts_t *opts)
+{
+  if (opts == NULL)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->elem_size = 2;
+  opts->dtype = "bf16";
+  opts->diagram_max_elems = 32;
+  opts->svg_width = 1200;
+}
+
+int
+dbuf__rep_pieces(dbuf__rep_t *rep, int r)
+{
+  int64_t n;
+  int rc = dbuf_layout_rank_pieces(rep->l, r, NULL, 0, &n);
+  if (rc != 0)
+    return rc;
+  if (n > rep->cap) {
+    dbuf_piece_t *p = dbuf__reallocn(rep->pc, n, sizeof *p);
+    if (p == NULL)
+      return DBUF_ENOMEM;
+    rep->pc = p;
+    rep->cap = n;
+  }
+  rc = dbuf_layout_rank_pieces(rep->l, r, rep->pc, rep->cap, &rep->np);
+  if (rc == 0 && rep->np > rep->max_pieces)
+    rep->max_pieces = rep->np;
+  return rc;
+}
+
+int
+dbuf__rep_digits(int64_t v)
+{
+  int d = 1;
+  while (v >= 10) {
+    v /= 10;
+    d++;
+  }
+  return d;
+}
+
+const char *
+dbuf__rep_group(char buf[32], int64_t v)
+{
+  char tmp[32];
+  int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+  int neg = tmp[0] == '-', j = 0;
+  if (neg)
+    buf[j++] = '-';
+  for (int i = neg; i < n; i++) {
+    buf[j++] = tmp[i];
+    int left = n - i - 1;
+    if (left > 0 && left % 3 == 0)
+      buf[j++] = ',';
+  }
+  buf[j] = '\0';
+  return buf;
+}
+
+static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+/* v scaled to the largest binary unit it reaches (0 = bytes). */
+static int
+scale(int64_t v, double *x)
+{
+  int u = 0;
+  double d = (double)v;
+  while (d >= 1024.0 && u < 6) {
+    d /= 1024.0;
+    u++;
+  }
+  *x = d;
+  return u;
+}
+
+const char *
+dbuf__rep_bytes(char buf[64], int64_t v)
+{
+  char g[32];
+  double x;
+  int u = scale(v, &x);
+  if (u == 0)
+    snprintf(buf, 64, "%s bytes", dbuf__rep_group(g, v));
+  else
+    snprintf(buf, 64, "%s bytes (%.2f %s)", dbuf__rep_group(g, v), x, units[u]);
+  return buf;
+}
+
+const char *
+dbuf__rep_bytes_short(char buf[24], int64_t v)
+{
+  double x;
+  int u = scale(v, &x);
+  if (v == 0)
+    snprintf(buf, 24, "0");
+  else if (u == 0)
+    snprintf(buf, 24, "%lld B", (long long)v);
+  else if (x >= 100.0 || x == (double)(int64_t)x)
+    snprintf(buf, 24, "%.0f %s", x, units[u]);
+  else
+    snprintf(buf, 24, "%.3g %s", x, units[u]);
+  return buf;
+}
+
+int
+dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
+                  const dbuf_report_opts_t *opts, char **text, size_t *len,
+                  dbuf_diag_t *diag)
+{
+  dbuf__rep_t rep;
+  dbuf__sb_t b = DBUF__SB_INIT;
+  int64_t bytes;
+  int rc;
+
+  if (l == NULL || text == NULL || len == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  memset(&rep, 0, sizeof rep);
+  if (opts != NULL)
+    rep.o = *opts;
+  else
+    dbuf_report_opts_init(&rep.o);
+  if (rep.o.dtype == NULL)
+    rep.o.dtype = "";
+  if (rep.o.elem_size < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "element size %lld is not positive",
+                      (long long)rep.o.elem_size);
+  if (rep.o.align_bytes < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "alignment %lld is negative",
+                      (long long)rep.o.align_bytes);
+  if (rep.o.diagram_max_elems < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "diagram limit %lld is negative",
+                      (long long)rep.o.diagram_max_elems);
+  if (rep.o.svg_width < 400 || rep.o.svg_width > 20000)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "svg width %d is outside [400, 20000] pixels",
+                      rep.o.svg_width);
+  rep.l = l;
+  rep.t = dbuf_layout_tensors(l);
+  rep.nranks = dbuf_layout_nranks(l);
+  rep.range = dbuf_layout_range(l);
+  if ((rc = dbuf_layout_stats(l, &rep.st)) != 0)
+    return dbuf__diag(diag, rc, "layout statistics: %s", dbuf_strerror(rc));
+  /* Every byte figure is at most size x elem_size (aligned sums are checked
+   * where they are formed). */
+  if (dbuf__mul(dbuf_layout_size(l), rep.o.elem_size, &bytes) != 0)
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "%lld elements of %lld bytes overflow 64 bits",
+                      (long long)dbuf_layout_size(l),
+                      (long long)rep.o.elem_size);
+  rep.data_end = dbuf_layout_size(l) - rep.st.tail_elems;
+
+  switch (format) {
+  case DBUF_REPORT_SUMMARY:
+    rc = dbuf__report_summary(&rep, &b, diag);
+    break;
+  case DBUF_REPORT_TABLE:
+    rc = dbuf__report_table(&rep, &b, diag);
+    break;
+  case DBUF_REPORT_DIAGRAM:
+    rc = dbuf__report_diagram(&rep, &b, diag);
+    break;
+  case DBUF_REPORT_CSV:
+    rc = dbuf__report_csv(&rep, &b, diag);
+    break;
+  case DBUF_REPORT_SVG:
+    rc = dbuf__report_svg(&rep, &b, diag);
+    break;
+  default:
+    rc = dbuf__diag(diag, DBUF_EINVAL, "unknown report format %d", (int)format);
+  }
+  free(rep.pc);
+  if (rc != 0) {
+    dbuf__sb_free(&b);
+    return rc;
+  }
+  if ((rc = dbuf__sb_finish(&b, text, len)) != 0)
+    return dbuf__diag(diag, rc, "out of memory writing the %s report",
+                      dbuf_report_format_name(format));
+  return 0;
+}

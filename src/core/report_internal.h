@@ -1,0 +1,43 @@
+/* Shared by the report writers: the walk over ranks and number formats. */
+#ifndef DBUF_REPORT_INTERNAL_H
+#define DBUF_REPORT_INTERNAL_H
+
+#include "dbuf/report.h"
+#include "strbuf.h"
+
+typedef struct dbuf__rep {
+  const dbuf_layout_t *l;
+  const dbuf_tensors_t *t;
+  dbuf_report_opts_t o;
+  dbuf_layout_stats_t st;
+  int nranks;
+  const int64_t *range; /* [nranks + 1] */
+  int64_t data_end;     /* end of the last tensor: later holes are "pad" */
+  int64_t max_pieces;   /* most pieces on one rank */
+  dbuf_piece_t *pc;     /* pieces of the rank last loaded */
+  int64_t np, cap;
+} dbuf__rep_t;
+
+/* Load the pieces of rank r into rep->pc[0 .. rep->np). */
+int dbuf__rep_pieces(dbuf__rep_t *rep, int r);
+
+/* Decimal digits of v >= 0. */
+int dbuf__rep_digits(int64_t v);
+
+/* v with thousands separators ("8,030,261,248"); buf of 32 bytes. */
+const char *dbuf__rep_group(char buf[32], int64_t v);
+
+/* Bytes for people: "120 bytes", "16,060,522,496 bytes (14.96 GiB)"; 64 bytes. */
+const char *dbuf__rep_bytes(char buf[64], int64_t v);
+
+/* Short bytes for axes: "0", "512 B", "1.5 KiB", "14.96 GiB"; 24 bytes. */
+const char *dbuf__rep_bytes_short(char buf[24], int64_t v);
+
+/* The writers; each appends to b. */
+int dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
+int dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
+int dbuf__report_diagram(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
+int dbuf__report_csv(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
+int dbuf__report_svg(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
+
+#endif /* DBUF_REPORT_INTERNAL_H */

@@ -1,0 +1,146 @@
+/* The growable string buffer of the core writers. */
+#include "strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Make room for more bytes plus the terminating NUL. */
+static int
+sb_reserve(dbuf__sb_t *b, size_t more)
+{
+  if (b->failed)
+    return -1;
+  if (b->cap - b->len > more)
+    return 0;
+  if (more > SIZE_MAX / 4 - b->len) {
+    b->failed = 1;
+    return -1;
+  }
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap - b->len <= more)
+    cap *= 2;
+  char *np = realloc(b->p, cap);
+  if (np == NULL) {
+    b->failed = 1;
+    return -1;
+  }
+  b->p = np;
+  b->cap = cap;
+  return 0;
+}
+
+void
+dbuf__sb_printf(dbuf__sb_t *b, const char *fmt, ...)
+{
+  va_list ap;
+  for (int attempt = 0; attempt < 2 && !b->failed; attempt++) {
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
+                      fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = 1;
+      return;
+    }
+    if (b->p && (size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    if (sb_reserve(b, (size_t)n + 1) != 0)
+      return;
+  }
+}
+
+void
+dbuf__sb_append(dbuf__sb_t *b, const char *s, size_t n)
+{
+  if (sb_reserve(b, n) != 0)
+    return;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+void
+dbuf__sb_puts(dbuf__sb_t *b, const char *s)
+{
+  dbuf__sb_append(b, s, strlen(s));
+}
+
+void
+dbuf__sb_fill(dbuf__sb_t *b, char c, size_t n)
+{
+  if (sb_reserve(b, n) != 0)
+    return;
+  memset(b->p + b->len, c, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+void
+dbuf__sb_json_string(dbuf__sb_t *b, const char *s)
+{
+  dbuf__sb_append(b, "\"", 1);
+  for (; *s && !b->failed; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      dbuf__sb_printf(b, "\\%c", c);
+    else if (c < 0x20)
+      dbuf__sb_printf(b, "\\u%04x", c);
+    else
+      dbuf__sb_append(b, (const char *)&c, 1);
+  }
+  dbuf__sb_append(b, "\"", 1);
+}
+
+void
+dbuf__sb_xml(dbuf__sb_t *b, const char *s)
+{
+  for (; *s && !b->failed; s++) {
+    switch (*s) {
+    case '&':
+      dbuf__sb_puts(b, "&amp;");
+      break;
+    case '<':
+      dbuf__sb_puts(b, "&lt;");
+      break;
+    case '>':
+      dbuf__sb_puts(b, "&gt;");
+      break;
+    case '"':
+      dbuf__sb_puts(b, "&quot;");
+      break;
+    case '\'':
+      dbuf__sb_puts(b, "&apos;");
+      break;
+    default:
+      dbuf__sb_append(b, s, 1);
+    }
+  }
+}
+
+int
+dbuf__sb_finish(dbuf__sb_t *b, char **text, size_t *len)
+{
+  if (sb_reserve(b, 0) == 0)
+    b->p[b->len] = '\0'; /* an empty text gets its NUL too */
+  if (b->failed) {
+    dbuf__sb_free(b);
+    return DBUF_ENOMEM;
+  }
+  *text = b->p;
+  *len = b->len;
+  b->p = NULL;
+  b->len = b->cap = 0;
+  return 0;
+}
+
+void
+dbuf__sb_free(dbuf__sb_t *b)
+{
+  free(b->p);
+  b->p = NULL;
+  b->len = b->cap = 0;
+}

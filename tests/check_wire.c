@@ -1,0 +1,476 @@
+/*
+ * Wire format tests: round trips of every golden and zoo layout, and every
+ * kind of corruption (each bit flipped, each truncation, wrong magic, a
+ * future version, forged counts) rejected with the right code.
+ */
+#include "dbuf/layout.h"
+#include "dbuf/shapes_io.h"
+#include "dbuf/wire.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "testutil.h"
+
+static json_t *cases; /* golden cases from both files, error cases dropped */
+
+static void
+load_cases(void)
+{
+  const char *files[] = {"layouts.jsonl", "zoo-layouts.jsonl"};
+  cases = json_array();
+  for (int f = 0; f < 2; f++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/%s", test_data_dir(), files[f]);
+    FILE *in = fopen(path, "r");
+    if (in == NULL) {
+      fprintf(stderr, "cannot open %s\n", path);
+      exit(2);
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
+      json_t *c = json_loadb(line, (size_t)len, 0, NULL);
+      if (c == NULL) {
+        fprintf(stderr, "%s: bad JSON\n", path);
+        exit(2);
+      }
+      if (json_object_get(c, "expect_error") == NULL)
+        json_array_append_new(cases, c);
+      else
+        json_decref(c);
+    }
+    free(line);
+    fclose(in);
+  }
+}
+
+/* Build the layout of golden case i. */
+static dbuf_layout_t *
+case_layout(size_t i)
+{
+  json_t *c = json_array_get(cases, i);
+  dbuf_tensors_t *t = NULL;
+  dbuf_diag_t d;
+  json_t *sf = json_object_get(c, "shapes_file");
+  if (sf != NULL) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", test_data_dir(), json_string_value(sf));
+    ck_assert_int_eq(dbuf_shapes_read(path, &t, NULL, &d), 0);
+  } else {
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    size_t k;
+    json_t *s;
+    json_array_foreach(json_object_get(c, "shapes"), k, s) {
+      int64_t dims[DBUF_MAX_DIMS];
+      int nd = (int)json_array_size(s);
+      for (int j = 0; j < nd; j++)
+        dims[j] = json_integer_value(json_array_get(s, (size_t)j));
+      char name[32];
+      snprintf(name, sizeof name, "t%zu", k);
+      ck_assert_int_eq(dbuf_tensors_add(t, name, nd, dims, &d), 0);
+    }
+  }
+  dbuf_layout_params_t p;
+  dbuf_layout_params_init(&p);
+  ck_assert_int_eq(dbuf_layout_kind_parse(json_string_value(json_object_get(c, "layout")),
+                                          &p.kind), 0);
+  p.nranks = (int)json_integer_value(json_object_get(c, "dp_size"));
+  p.block_size = json_integer_value(json_object_get(c, "block_size"));
+  int *owners = NULL;
+  json_t *ow = json_object_get(c, "owners");
+  if (ow != NULL) {
+    owners = calloc(json_array_size(ow) + 1, sizeof *owners);
+    for (size_t k = 0; k < json_array_size(ow); k++)
+      owners[k] = (int)json_integer_value(json_array_get(ow, k));
+    p.owners = owners;
+    p.nowners = (int64_t)json_array_size(ow);
+  }
+  dbuf_layout_t *l = NULL;
+  int rc = dbuf_layout_build(t, &p, &l, &d);
+  ck_assert_msg(rc == 0, "%s: %s", json_string_value(json_object_get(c, "name")), d.msg);
+  free(owners);
+  dbuf_tensors_destroy(t);
+  return l;
+}
+
+/* A small layout of every feature: 5 tensors, 1-D and 2-D, padding. */
+static dbuf_layout_t *
+seed_layout(dbuf_layout_kind_t kind)
+{
+  const char *names[] = {"P0", "P1", "P2", "P3", "P4"};
+  const int64_t shapes[][2] = {{2, 6}, {4, 4}, {4, 4}, {1, 2}, {6, 1}};
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, names[i], i == 4 ? 1 : 2, shapes[i], NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = kind;
+  p.nranks = 3;
+  p.auto_owners = kind == DBUF_LAYOUT_TENSOR;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  return l;
+}
+
+static void
+assert_same(const dbuf_layout_t *a, const dbuf_layout_t *b)
+{
+  int64_t n = dbuf_layout_ntensors(a);
+  int nr = dbuf_layout_nranks(a);
+  ck_assert_int_eq(dbuf_layout_kind(a), dbuf_layout_kind(b));
+  ck_assert_int_eq(nr, dbuf_layout_nranks(b));
+  ck_assert_int_eq(dbuf_layout_block_size(a), dbuf_layout_block_size(b));
+  ck_assert_int_eq(dbuf_layout_chunk_size(a), dbuf_layout_chunk_size(b));
+  ck_assert_int_eq(dbuf_layout_size(a), dbuf_layout_size(b));
+  ck_assert_int_eq(n, dbuf_layout_ntensors(b));
+  const dbuf_tensors_t *ta = dbuf_layout_tensors(a), *tb = dbuf_layout_tensors(b);
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_str_eq(dbuf_tensors_name(ta, i), dbuf_tensors_name(tb, i));
+    ck_assert_int_eq(dbuf_tensors_ndim(ta, i), dbuf_tensors_ndim(tb, i));
+    for (int d = 0; d < dbuf_tensors_ndim(ta, i); d++)
+      ck_assert_int_eq(dbuf_tensors_dims(ta, i)[d], dbuf_tensors_dims(tb, i)[d]);
+    ck_assert_int_eq(dbuf_layout_offsets(a)[i], dbuf_layout_offsets(b)[i]);
+  }
+  for (int r = 0; r <= nr; r++)
+    ck_assert_int_eq(dbuf_layout_range(a)[r], dbuf_layout_range(b)[r]);
+  ck_assert_int_eq(dbuf_layout_owners(a) == NULL, dbuf_layout_owners(b) == NULL);
+  for (int64_t i = 0; dbuf_layout_owners(a) && i < n; i++)
+    ck_assert_int_eq(dbuf_layout_owners(a)[i], dbuf_layout_owners(b)[i]);
+}
+
+/* Round trip: decode(encode(l)) == l, the re-encoding is byte-identical,
+ * the result validates, and the digests agree. */
+static void
+round_trip(const dbuf_layout_t *l)
+{
+  void *buf, *buf2;
+  int64_t len, len2;
+  dbuf_layout_t *back = NULL;
+  dbuf_diag_t d;
+  uint64_t d1, d2;
+  ck_assert_int_eq(dbuf_wire_encode(l, &buf, &len, &d), 0);
+  int rc = dbuf_wire_decode(buf, len, &back, &d);
+  ck_assert_msg(rc == 0, "decode: %s", d.msg);
+  assert_same(l, back);
+  ck_assert_int_eq(dbuf_layout_validate(back, NULL, NULL, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_encode(back, &buf2, &len2, &d), 0);
+  ck_assert_int_eq(len, len2);
+  ck_assert(memcmp(buf, buf2, (size_t)len) == 0);
+  ck_assert_int_eq(dbuf_wire_digest(l, &d1, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(back, &d2, NULL), 0);
+  ck_assert(d1 == d2);
+  free(buf);
+  free(buf2);
+  dbuf_layout_destroy(back);
+}
+
+START_TEST(test_golden_round_trip)
+{
+  dbuf_layout_t *l = case_layout((size_t)_i);
+  round_trip(l);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_seed_kinds)
+{
+  for (int k = DBUF_LAYOUT_PADDED; k <= DBUF_LAYOUT_TENSOR; k++) {
+    dbuf_layout_t *l = seed_layout((dbuf_layout_kind_t)k);
+    round_trip(l);
+    dbuf_layout_destroy(l);
+  }
+}
+END_TEST
+
+/* Little-endian word helpers for forging messages. */
+static uint64_t
+get64(const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Recompute both checksums after a deliberate change. */
+static void
+reseal(uint8_t *p, int64_t len)
+{
+  put64(p + 120, XXH3_64bits(p, 120));
+  put64(p + len - 8, XXH3_64bits(p, (size_t)len - 8));
+}
+
+static int
+decode_rc(const void *buf, int64_t len)
+{
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_wire_decode(buf, len, &l, &d);
+  dbuf_layout_destroy(l);
+  if (rc != 0)
+    ck_assert_msg(d.msg[0] != '\0' && d.code == rc, "no message for %d", rc);
+  return rc;
+}
+
+START_TEST(test_every_bit_flip)
+{
+  dbuf_layout_t *l = seed_layout((dbuf_layout_kind_t)(DBUF_LAYOUT_PADDED + _i));
+  uint8_t *buf;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  for (int64_t byte = 0; byte < len; byte++) {
+    for (int bit = 0; bit < 8; bit++) {
+      buf[byte] ^= (uint8_t)(1u << bit);
+      int rc = decode_rc(buf, len);
+      int want = byte < 8 ? DBUF_EFORMAT : DBUF_ECHECKSUM;
+      ck_assert_msg(rc == want, "flip byte %lld bit %d: %s, want %s", (long long)byte, bit,
+                    dbuf_err_name(rc), dbuf_err_name(want));
+      buf[byte] ^= (uint8_t)(1u << bit);
+    }
+  }
+  ck_assert_int_eq(decode_rc(buf, len), 0);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_truncated_and_long)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR);
+  uint8_t *buf;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  for (int64_t n = 0; n < len; n++)
+    ck_assert_int_eq(decode_rc(buf, n), DBUF_EFORMAT);
+  uint8_t *more = calloc(1, (size_t)len + 8);
+  memcpy(more, buf, (size_t)len);
+  ck_assert_int_eq(decode_rc(more, len + 8), DBUF_EFORMAT);
+  free(more);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_magic_version_kind)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_PADDED);
+  uint8_t *buf;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  ck_assert(memcmp(buf, DBUF_WIRE_MAGIC, 8) == 0);
+  ck_assert_int_eq(get64(buf + 8), DBUF_WIRE_VERSION);
+  ck_assert_int_eq((int64_t)get64(buf + 16), len);
+
+  memcpy(buf, "PNG\r\n\x1a\n\0", 8);
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), DBUF_EFORMAT);
+  memcpy(buf, DBUF_WIRE_MAGIC, 8);
+
+  put64(buf + 8, DBUF_WIRE_VERSION + 1); /* a future version, properly sealed */
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), DBUF_EVERSION);
+  put64(buf + 8, 0);
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), DBUF_EVERSION);
+  put64(buf + 8, DBUF_WIRE_VERSION);
+
+  put64(buf + 32, 4); /* the reserved compact kind */
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), DBUF_EUNSUPPORTED);
+  put64(buf + 32, 9);
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), DBUF_EFORMAT);
+  put64(buf + 32, DBUF_LAYOUT_PADDED);
+
+  reseal(buf, len);
+  ck_assert_int_eq(decode_rc(buf, len), 0);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* Sealed messages with forged counts and fields: never a crash, always a code. */
+START_TEST(test_forged_fields)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR);
+  uint8_t *buf;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  struct {
+    int at;
+    uint64_t val;
+    int want;
+  } forged[] = {
+      {40, 0, DBUF_EFORMAT},                      /* nranks 0 */
+      {40, (uint64_t)1 << 40, DBUF_EFORMAT},      /* nranks past INT_MAX */
+      {40, 4, DBUF_EFORMAT},                      /* RANGE section too short */
+      {72, (uint64_t)1 << 60, DBUF_EFORMAT},      /* absurd tensor count */
+      {72, (uint64_t)-1, DBUF_EFORMAT},           /* negative tensor count */
+      {72, 4, DBUF_EFORMAT},                      /* fewer tensors than recorded */
+      {64, 12345, DBUF_ELAYOUT},                  /* size != range end */
+      {80, 1, DBUF_EFORMAT},                      /* unknown layout flags */
+      {88, 1, DBUF_EFORMAT},                      /* too few per-tensor words */
+      {96, 3, DBUF_EFORMAT},                      /* a section left unread */
+      {96, 5, DBUF_EFORMAT},                      /* one section too many */
+      {24, 64, DBUF_EFORMAT},                     /* header length */
+      {136, (uint64_t)1 << 62, DBUF_EFORMAT},     /* TENSORS payload length */
+      {144, 0, DBUF_EFORMAT},                     /* first name length 0 */
+      {144, 1000, DBUF_EFORMAT},                  /* first name length too long */
+  };
+  for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+    uint8_t *c = malloc((size_t)len);
+    memcpy(c, buf, (size_t)len);
+    put64(c + forged[i].at, forged[i].val);
+    reseal(c, len);
+    int rc = decode_rc(c, len);
+    ck_assert_msg(rc == forged[i].want, "forged word at %d = %llu: %s, want %s",
+                  forged[i].at, (unsigned long long)forged[i].val, dbuf_err_name(rc),
+                  dbuf_err_name(forged[i].want));
+    free(c);
+  }
+  /* An owner out of range. */
+  uint8_t *c = malloc((size_t)len);
+  memcpy(c, buf, (size_t)len);
+  put64(c + len - 16, 7);
+  reseal(c, len);
+  ck_assert_int_eq(decode_rc(c, len), DBUF_EOWNER);
+  /* A duplicate name: P1 -> P0 (same length). */
+  memcpy(c, buf, (size_t)len);
+  uint8_t *p1 = memmem(c + 128, (size_t)len - 128, "P1", 2);
+  ck_assert_ptr_nonnull(p1);
+  p1[1] = '0';
+  reseal(c, len);
+  ck_assert_int_eq(decode_rc(c, len), DBUF_EDUP);
+  free(c);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* An optional section (tag >= 256) is skipped: room for later additions. */
+START_TEST(test_optional_section)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_UNPADDED), *back = NULL;
+  uint8_t *buf;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  int64_t nlen = len + 24;
+  uint8_t *c = calloc(1, (size_t)nlen);
+  memcpy(c, buf, (size_t)len - 8);
+  put64(c + len - 8, 300); /* tag */
+  put64(c + len, 8);       /* payload bytes */
+  put64(c + len + 8, 42);  /* payload */
+  put64(c + 16, (uint64_t)nlen);
+  put64(c + 96, get64(c + 96) + 1);
+  reseal(c, nlen);
+  ck_assert_int_eq(dbuf_wire_decode(c, nlen, &back, NULL), 0);
+  assert_same(l, back);
+  dbuf_layout_destroy(back);
+  put64(c + len - 8, 200); /* a required tag this version does not know */
+  reseal(c, nlen);
+  ck_assert_int_eq(decode_rc(c, nlen), DBUF_EFORMAT);
+  free(c);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_digest_and_args)
+{
+  dbuf_layout_t *a = seed_layout(DBUF_LAYOUT_PADDED), *b = seed_layout(DBUF_LAYOUT_UNPADDED);
+  uint64_t da, da2, db, sum;
+  void *buf;
+  int64_t len;
+  dbuf_layout_t *out = NULL;
+  ck_assert_int_eq(dbuf_wire_digest(a, &da, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(a, &da2, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(b, &db, NULL), 0);
+  ck_assert(da == da2 && da != db);
+  ck_assert_int_eq(dbuf_wire_encode(a, &buf, &len, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_checksum(buf, len, &sum), 0);
+  ck_assert(sum == da);
+  ck_assert_int_eq(dbuf_wire_checksum(buf, 10, &sum), DBUF_EFORMAT);
+  ck_assert_int_eq(dbuf_wire_checksum(NULL, len, &sum), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_encode(NULL, &buf, &len, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_encode(a, NULL, &len, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_decode(NULL, len, &out, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_decode(buf, -1, &out, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_decode(buf, len, NULL, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_digest(a, NULL, NULL), DBUF_EINVAL);
+  ck_assert_ptr_null(out);
+  free(buf);
+  dbuf_layout_destroy(a);
+  dbuf_layout_destroy(b);
+}
+END_TEST
+
+/* Every zoo model at 8 ranks, padded, including deepseek-v3's 45,395 tensors. */
+START_TEST(test_zoo_models)
+{
+  const char *zoo[] = {"llama-3.2-1b", "tinyllama-1.1b", "llama-3.1-8b", "llama-3.1-70b",
+                       "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3"};
+  char path[4096];
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  snprintf(path, sizeof path, "%s/zoo/%s.shapes", test_data_dir(), zoo[_i]);
+  ck_assert_int_eq(dbuf_shapes_read(path, &t, NULL, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.nranks = 8;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  round_trip(l);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+static Suite *
+wire_suite(void)
+{
+  Suite *s = suite_create("wire");
+  TCase *tc = tcase_create("round trip");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_golden_round_trip, 0, (int)json_array_size(cases));
+  tcase_add_test(tc, test_seed_kinds);
+  tcase_add_loop_test(tc, test_zoo_models, 0, 7);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("corruption");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_every_bit_flip, 0, 3);
+  tcase_add_test(tc, test_truncated_and_long);
+  tcase_add_test(tc, test_magic_version_kind);
+  tcase_add_test(tc, test_forged_fields);
+  tcase_add_test(tc, test_optional_section);
+  tcase_add_test(tc, test_digest_and_args);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  load_cases();
+  SRunner *sr = srunner_create(wire_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  json_decref(cases);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,228 @@
+#!/bin/bash
+# Tests of the MPI service (`mpirun -np N dbuf-shard`): every layout kind at
+# 1, 2, 3, 4 and 8 ranks (8 oversubscribed), more ranks than rows, dp a
+# multiple of the ranks, the default model, two simulated nodes, every fault
+# injection, rank 0 failing on bad input, inputs differing between ranks, and
+# a rank killed mid-run.  Report values are checked against `dbuf-shard plan`
+# (serial, no MPI), which computes them independently of the MPI run.
+# Every mpirun runs under timeout: a hanging rank would hang the job forever.
+set -u
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/../cli/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+MPIRUN=${MPIRUN:-mpirun}
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset DBUF_FAULT
+
+# mpi NP ARGS...: runs dbuf-shard on NP ranks; sets CODE, SECS, OUT ($T/stdout),
+# ERR (only the lines dbuf-shard printed: mpirun adds its own).
+mpi() {
+  local np=$1 t0 t1
+  shift
+  t0=$(date +%s%N)
+  timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$DBUF" "$@" >"$T/stdout" 2>"$T/stderr.all"
+  CODE=$?
+  t1=$(date +%s%N)
+  SECS=$(((t1 - t0) / 1000000000))
+  grep '^dbuf-shard: ' "$T/stderr.all" | grep -v ': rank 0: [0-9]*% (' >"$T/stderr"
+  ERR=$(cat "$T/stderr")
+}
+# jq_is FILE FILTER WANT what
+jq_is() {
+  local got want
+  got=$(jq -c "$2" "$1" 2>&1)
+  want=$(jq -c . <<<"$3")
+  if [ "$got" = "$want" ]; then pass "$4"; else fail "$4: $2 = $got, want $want"; fi
+}
+
+# A small model: 2-D, 1-D and empty tensors, rows of different sizes.
+cat >"$T/small.shapes" <<'EOF'
+embed 64x48
+norm0 48
+q 48x48
+k 16x48
+empty 0x8
+v 16x48
+o 48x48
+up 96x48
+down 48x96
+norm1 48
+head 40x48
+EOF
+# Fewer rows than ranks: 3 rows in all.
+printf 'a 2x3\nb 1\n' >"$T/tiny.shapes"
+
+# check_run NP DP KIND SHAPES: the report against the serial plan.
+check_run() {
+  local np=$1 dp=$2 kind=$3 shapes=$4 name per
+  name="$kind np $np dp $dp $(basename "$shapes")"
+  per=$((dp / np))
+  "$DBUF" plan --shapes "$shapes" --dp "$dp" --layout "$kind" --format json >"$T/plan.json" ||
+    { fail "$name: plan failed"; return; }
+  rm -f "$T/report.json"
+  mpi "$np" -q --shapes "$shapes" --dp "$dp" --layout "$kind" --report "$T/report.json"
+  if [ "$CODE" -ne 0 ] || [ ! -s "$T/report.json" ]; then
+    fail "$name: exit $CODE: $ERR"
+    return
+  fi
+  jq_is "$T/report.json" '[.verdict, .problems, .plan.size, .plan.dp, .plan.layout]' \
+    "$(jq -c --arg k "$kind" '["PASS", 0, .size, .dp_size, $k]' "$T/plan.json")" "$name: verdict and plan"
+  # Rank r holds segments [r per, (r+1) per): its offset and end from the plan.
+  jq_is "$T/report.json" '[.ranks[] | [.rank, .offset, .end, .elements, .verify, .materialized]]' \
+    "$(jq -c --argjson per "$per" --argjson np "$np" \
+      '(.rank_offsets + [.size]) as $o | [range(0; $np) as $r |
+        [$r, $o[$r * $per], $o[($r + 1) * $per], ($o[($r + 1) * $per] - $o[$r * $per]), "ok", true]]' \
+      "$T/plan.json")" "$name: rank ranges"
+  jq_is "$T/report.json" '[(.nodes | length), .nodes[0].ranks, .nodes[0].offset, .nodes[0].elements]' \
+    "$(jq -c --argjson np "$np" '[1, [range(0; $np)], 0, .size]' "$T/plan.json")" "$name: one node"
+}
+
+for kind in padded unpadded tensor; do
+  for np in 1 2 3 4 8; do
+    check_run "$np" "$np" "$kind" "$T/small.shapes"
+  done
+  check_run 8 8 "$kind" "$T/tiny.shapes"   # more ranks than rows: empty segments
+done
+check_run 2 4 padded "$T/small.shapes"     # two segments per rank
+check_run 3 6 unpadded "$T/small.shapes"
+
+# --dp that is not a multiple of the ranks.
+mpi 4 -q --shapes "$T/small.shapes" --dp 6
+expect_code 2 "dp 6 on 4 ranks"
+expect_err "dbuf-shard: --dp 6 is not a multiple of the 4 ranks" "dp 6 on 4 ranks: message"
+
+# The default job: llama-3.2-1b, bf16, padded, dp = ranks.
+mpi 8 --report "$T/default.json"
+expect_code 0 "default model on 8 ranks"
+expect_out_has "PASS: every row owned exactly once on 8 ranks, every element verified" "default: PASS line"
+expect_out_has "Plan: model llama-3.2-1b, 146 tensors, 1,235,814,400 elements, bf16" "default: plan line"
+jq_is "$T/default.json" '[.format, .version, .verdict, .plan.layout, .plan.dp, .plan.dtype, (.ranks | length), ([.ranks[].bytes] | add)]' \
+  '["dbuf-shard-report", 1, "PASS", "padded", 8, "bf16", 8, 2471755776]' "default: report"
+jq_is "$T/default.json" '[.ranks[] | .materialized and .pages_on_node != null and .gbps > 0] | all' 'true' \
+  "default: every rank materialized, located its pages and timed its fill"
+jq_is "$T/default.json" '.timings | [.plan, .broadcast, .validate, .materialize, .verify, .total] | map(. >= 0) | all' \
+  'true' "default: timings"
+
+# --no-materialize: the structure only.
+mpi 3 -q --shapes "$T/small.shapes" --no-materialize --report "$T/nomat.json"
+expect_code 0 "no-materialize"
+jq_is "$T/nomat.json" '[.verdict, .materialize, ([.ranks[].materialized] | any)]' '["PASS", false, false]' \
+  "no-materialize: nothing allocated"
+
+# Two nodes of 4 ranks on this machine (tests/mpi/fake-rsh.sh): the node report
+# must match the plan's pieces grouped by node (rank / 4).
+"$DBUF" plan --shapes "$T/small.shapes" --dp 8 --format json --pieces >"$T/plan8.json"
+t0=$(date +%s)
+timeout 120 "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host nodeA:4,nodeB:4 -np 8 \
+  "$DBUF" -q --shapes "$T/small.shapes" --report "$T/two.json" >"$T/stdout" 2>"$T/stderr"
+CODE=$?
+expect_code 0 "two nodes: exit"
+jq_is "$T/two.json" '[.verdict, [.nodes[] | [.host, .ranks, .offset, .end]], [.ranks[].host]]' \
+  "$(jq -c '(.rank_offsets + [.size]) as $o |
+      ["PASS", [["nodeA", [0,1,2,3], $o[0], $o[4]], ["nodeB", [4,5,6,7], $o[4], $o[8]]],
+       ["nodeA","nodeA","nodeA","nodeA","nodeB","nodeB","nodeB","nodeB"]]' "$T/plan8.json")" \
+  "two nodes: 4 ranks each, ranges from the plan"
+want=$(jq -c '[.ranks[] as $r | $r.pieces[] |
+    {t: .tensor, rank: $r.rank, node: ($r.rank / 4 | floor), first_row, rows}]
+  | sort_by(.t, .rank) | group_by(.t)
+  | map(select((map(.node) | unique | length) > 1))
+  | map({tensor: .[0].t, sides: (reduce .[] as $p ([];
+      if length > 0 and .[-1].node == $p.node
+      then .[-1].rows = ($p.first_row + $p.rows - .[-1].first_row)
+      else . + [{node: $p.node, first_row: $p.first_row, rows: $p.rows}] end))})' "$T/plan8.json")
+if [ "$want" = "[]" ]; then
+  fail "two nodes: the test shapes must put a tensor across the node boundary"
+else
+  jq_is "$T/two.json" '[.crossing[] | {tensor, sides: [.sides[] | {node, first_row, rows}]}]' "$want" \
+    "two nodes: tensors crossing the boundary, rows on each side"
+fi
+expect_out_has "Tensors crossing node boundaries (" "two nodes: text report lists the crossing"
+
+# Fault injection: each detected, named, non-zero on every rank.
+for f in shift:2 stale:1 corrupt:3 shift:0 stale:0; do
+  rm -f "$T/fault.json"
+  r=${f#*:}
+  DBUF_FAULT=$f mpi 4 -q --shapes "$T/small.shapes" --layout unpadded --report "$T/fault.json"
+  expect_code 1 "fault $f: exit 1"
+  if [ "$(wc -l <"$T/stderr")" -eq 1 ] && grep -Eq "^dbuf-shard: rank $r: .*tensor [a-z0-9]+ row [0-9]+" "$T/stderr"; then
+    pass "fault $f: one line naming rank $r, the tensor and the row: $ERR"
+  else
+    fail "fault $f: stderr '$ERR'"
+  fi
+  jq_is "$T/fault.json" "[.verdict, (.problems > 0), (.ranks[$r].verify != \"ok\")]" '["FAIL", true, true]' \
+    "fault $f: report says FAIL and names the rank"
+done
+for kind in padded tensor; do
+  for f in shift:1 stale:1 corrupt:2; do
+    DBUF_FAULT=$f mpi 3 -q --shapes "$T/small.shapes" --layout "$kind"
+    if [ "$CODE" -eq 1 ] && grep -Eq "^dbuf-shard: rank ${f#*:}: .*tensor [a-z0-9]+ row [0-9]+" "$T/stderr"; then
+      pass "fault $f, $kind: exit 1: $ERR"
+    else
+      fail "fault $f, $kind: exit $CODE, stderr '$ERR'"
+    fi
+  done
+done
+DBUF_FAULT=corrupt:1 mpi 2 -q --shapes "$T/small.shapes" --dtype fp32
+expect_code 1 "fault corrupt, fp32: exit 1"
+expect_err_has "dbuf-shard: rank 1: tensor " "fault corrupt, fp32: named"
+DBUF_FAULT=nonsense mpi 2 -q --shapes "$T/small.shapes"
+expect_code 2 "bad DBUF_FAULT"
+
+# A rank killed mid-run: the job ends non-zero within seconds.
+DBUF_FAULT=kill:2 mpi 4 -q --shapes "$T/small.shapes"
+if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le 20 ]; then
+  pass "rank 2 killed: job ended with $CODE after ${SECS}s"
+else
+  fail "rank 2 killed: exit $CODE after ${SECS}s"
+fi
+
+# Rank 0 cannot read or plan: every rank exits 2 promptly, one message, no report.
+printf 'a 4x3\nb 5xq\n' >"$T/bad.shapes"
+bad_input() { # ARGS... then the expected message as the last argument
+  local want=${*: -1}
+  rm -f "$T/never.json"
+  mpi 4 -q --report "$T/never.json" "${@:1:$#-1}"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ "$SECS" -le 20 ] && [ ! -e "$T/never.json" ]; then
+    pass "bad input ${*:1:$#-1}: exit 2 in ${SECS}s: $ERR"
+  else
+    fail "bad input ${*:1:$#-1}: exit $CODE after ${SECS}s, stderr '$ERR', want '$want'"
+  fi
+}
+bad_input --shapes "$T/bad.shapes" \
+  "dbuf-shard: rank 0: $T/bad.shapes:2: tensor b: shape '5xq': expected a non-negative integer at 'q'"
+bad_input --shapes "$T/missing.shapes" "dbuf-shard: rank 0: $T/missing.shapes: cannot open: No such file or directory"
+bad_input --shapes "$T/small.shapes" --block-size 7 \
+  "$("$DBUF" plan --shapes "$T/small.shapes" --block-size 7 2>&1 | sed 's/^dbuf-shard: /dbuf-shard: rank 0: /')"
+bad_input --shapes "$T/small.shapes" --membind node:99 \
+  "dbuf-shard: rank 0: NUMA node 99 does not exist: this system has 1 NUMA node(s), OS indexes 0"
+bad_input --bogus "dbuf-shard: run: unknown option '--bogus' (see 'dbuf-shard run --help')"
+bad_input --membind far "dbuf-shard: --membind: 'far' is not local, node:N, interleave or none"
+
+# --check-inputs: ranks 2-3 are given another file (MPMD), so they see other bytes.
+cp "$T/small.shapes" "$T/other.shapes"
+echo "extra 4x4" >>"$T/other.shapes"
+timeout 120 "$MPIRUN" --oversubscribe -np 2 "$DBUF" -q --check-inputs --shapes "$T/small.shapes" : \
+  -np 2 "$DBUF" -q --check-inputs --shapes "$T/other.shapes" >"$T/stdout" 2>"$T/stderr.all"
+CODE=$?
+grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
+ERR=$(cat "$T/stderr")
+expect_code 2 "check-inputs: different inputs"
+expect_err_has "input differs from rank 0's (" "check-inputs: message"
+expect_err_has "ranks 2-3 (" "check-inputs: names ranks 2-3 and their host"
+mpi 3 -q --check-inputs --shapes "$T/small.shapes"
+expect_code 0 "check-inputs: same input everywhere"
+
+# --help needs no MPI and prints once.
+run run --help
+expect_code 0 "run --help"
+expect_out_has "--membind P" "run --help lists --membind"
+mpi 2 run --help
+expect_code 0 "help under mpirun"
+if [ "$(grep -c '^Usage: mpirun' "$T/stdout")" -eq 1 ]; then
+  pass "help printed once"
+else
+  fail "help printed $(grep -c '^Usage' "$T/stdout") times"
+fi
+
+finish
