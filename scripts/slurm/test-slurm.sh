@@ -85,6 +85,18 @@ check_report() {
         jq -e '(.ranks | map({(.rank | tostring): .host}) | add) as $h
                | [.nodes[] as $node | $node.ranks[] | $h[tostring] == $node.host] | all' \
             "$1" >/dev/null || { echo "report $1: rank hosts disagree with nodes"; return 1; }
+        # The tensors crossing the node boundary: at least one (a padded
+        # layout of 8 segments over 2 nodes always cuts between them unless
+        # a tensor ends exactly there), each split over 2+ of the nodes with
+        # rows that add up to the tensor's rows.
+        jq -e '([.nodes[].host]) as $hosts
+               | (.crossing | length) >= 1
+                 and all(.crossing[];
+                         (.sides | length) >= 2
+                         and ([.sides[].host] | unique | length) >= 2
+                         and all(.sides[]; .host as $x | $hosts | index($x) != null)
+                         and ([.sides[].rows] | add) == .rows)' \
+            "$1" >/dev/null || { echo "report $1: crossing tensors wrong:"; jq -c .crossing "$1"; return 1; }
     fi
 }
 
@@ -171,7 +183,7 @@ elif timeout 300 "$here/slurm-up.sh" "$state" --nodes 2 >"$state/up2.log" 2>&1; 
     if timeout -k 5 "$step_timeout" srun -K -N 2 -n 8 --ntasks-per-node=4 "$bin" --report "$state/r2.json" \
             >"$state/d.log" 2>&1 &&
         check_report "$state/r2.json" 8 2 >>"$state/d.log" 2>&1; then
-        pass "srun -N 2 -n 8: nodes $(jq -r '[.nodes[] | "\(.host):\(.ranks | length)"] | join(",")' "$state/r2.json"), PASS"
+        pass "srun -N 2 -n 8: nodes $(jq -r '[.nodes[] | "\(.host):\(.ranks | length)"] | join(",")' "$state/r2.json"), crossing $(jq -r '[.crossing[].name] | join(",")' "$state/r2.json"), PASS"
     else
         fail "srun -N 2 -n 8 (rc or report)"; show_log "$state/d.log"
     fi
