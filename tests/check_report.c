@@ -606,6 +606,43 @@ START_TEST(test_int64_limits)
 }
 END_TEST
 
+/* The number formats the reports print, exported for tools. */
+static const struct ncase {
+  int64_t v;
+  const char *count, *bytes;
+} ncases[] = {
+    {0, "0", "0 B"},
+    {999, "999", "999 B"},
+    {1000, "1,000", "1000 B"},
+    {1023, "1,023", "1023 B"},
+    {1024, "1,024", "1.00 KiB"},
+    {1536, "1,536", "1.50 KiB"},
+    {-1234567, "-1,234,567", "-1234567 B"},
+    {2471755776, "2,471,755,776", "2.30 GiB"},
+    {INT64_MAX, "9,223,372,036,854,775,807", "8.00 EiB"},
+    {INT64_MIN, "-9,223,372,036,854,775,808", "-9223372036854775808 B"},
+};
+
+START_TEST(test_number_formats)
+{
+  const struct ncase *c = &ncases[_i];
+  char buf[32];
+  memset(buf, 'x', sizeof buf);
+  ck_assert_ptr_eq(dbuf_report_count(buf, 27, c->v), buf);
+  ck_assert_str_eq(buf, c->count);
+  ck_assert_ptr_eq(dbuf_report_bytes(buf, 24, c->v), buf);
+  ck_assert_str_eq(buf, c->bytes);
+  /* Short buffers: truncated, terminated. */
+  char first[2] = {c->count[0], '\0'};
+  ck_assert_str_eq(dbuf_report_count(buf, 2, c->v), first);
+  ck_assert_str_eq(dbuf_report_bytes(buf, 1, c->v), "");
+  ck_assert_ptr_null(dbuf_report_count(NULL, 8, c->v));
+  buf[0] = 'x';
+  ck_assert_ptr_eq(dbuf_report_bytes(buf, 0, c->v), buf);
+  ck_assert_int_eq(buf[0], 'x');
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Tensor-list comparison                                               */
 
@@ -755,6 +792,8 @@ report_suite(void)
   tcase_add_test(tc, test_broken_layout);
   tcase_add_test(tc, test_args);
   tcase_add_test(tc, test_int64_limits);
+  tcase_add_loop_test(tc, test_number_formats, 0,
+                      (int)(sizeof ncases / sizeof ncases[0]));
   suite_add_tcase(s, tc);
   tc = tcase_create("big");
   tcase_set_timeout(tc, 60);

@@ -98,6 +98,29 @@ DBUF_EXPORT int dbuf_report_write(const dbuf_layout_t *l,
                                   const dbuf_report_opts_t *opts, char **text,
                                   size_t *len, dbuf_diag_t *diag);
 
+/**
+ * \brief An integer as the reports print it, with thousands separators:
+ * "8,030,261,248", "-1,024".
+ *
+ * Not collective.  For tools that print figures next to a report.
+ * \param[out] buf  len bytes; 27 hold any int64_t; a shorter buffer gets a
+ *                  truncated, NUL-terminated string
+ * \return buf (NULL or len 0: buf, untouched)
+ */
+DBUF_EXPORT const char *dbuf_report_count(char *buf, size_t len, int64_t v);
+
+/**
+ * \brief A byte count as the reports print it in short: "512 B" below
+ * 1 KiB, else two decimals of the largest binary unit reached ("1.50 KiB",
+ * "2.30 GiB", up to EiB).  The summary shows the same figure in parentheses
+ * ("2,471,755,776 bytes (2.30 GiB)").
+ *
+ * Not collective.
+ * \param[out] buf  len bytes; 24 hold any int64_t (truncated as above)
+ * \return buf (NULL or len 0: buf, untouched)
+ */
+DBUF_EXPORT const char *dbuf_report_bytes(char *buf, size_t len, int64_t v);
+
 #ifdef __cplusplus
 }
 #endif

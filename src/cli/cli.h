@@ -4,6 +4,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/report.h"
 #include "dbuf/tensors.h"
 
 #include <getopt.h>
@@ -101,6 +102,11 @@ int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                      uint64_t *digest, char *what, size_t what_len);
 int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                      const char *what, dbuf_layout_t **out);
+
+/* Report options of the planning options (dtype, element size, alignment)
+ * for the tensors described by source (borrowed). */
+void cli_report_opts(const cli_plan_opts_t *o, const char *source,
+                     dbuf_report_opts_t *ro);
 
 int cmd_plan(int argc, char **argv);
 int cmd_models(int argc, char **argv);

@@ -1,9 +1,12 @@
 /* `dbuf-shard plan`: plan a layout serially (never initializes MPI). */
 #include "cli.h"
+#include "run_report.h"
 
 #include "dbuf/layout_json.h"
+#include "dbuf/nodes.h"
 #include "dbuf/report.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@ plan_usage(FILE *f)
           "                       [--dp N] [--layout padded|unpadded|tensor]\n"
           "                       [--block-size B] [--owners FILE|auto]\n"
           "                       [--dtype T] [--align-bytes N]\n"
+          "                       [--ranks-per-node K]\n"
           "                       [--format F] [--pieces] [-o OUT]\n"
           "Plan the global layout and report it (serial: no MPI).\n\n%s"
           "Output:\n"
@@ -31,8 +35,87 @@ plan_usage(FILE *f)
           "  --pieces               json: add each rank's pieces\n"
           "  -o, --output OUT       write OUT atomically instead of stdout\n"
           "  -h, --help             this help\n"
+          "With --ranks-per-node K, summary, table and diagram end with the node\n"
+          "report of the MPI run (per node: ranks, global range, elements, bytes;\n"
+          "every tensor crossing a node boundary with the rows on each side), and\n"
+          "json adds its \"nodes\" and \"crossing\" arrays; csv and svg refuse it.\n"
           "Exit status: 0 planned, 1 runtime failure, 2 bad usage or input.\n",
           cli_plan_help);
+}
+
+/* Close the memory stream m (open_memstream(out, outlen)) and replace
+ * *text (len bytes) by what was written to it. */
+static int
+take_stream(FILE *m, char **out, size_t *outlen, char **text, size_t *len)
+{
+  int bad = ferror(m);
+  if (fclose(m) != 0 || bad) { /* fclose sets *out and *outlen */
+    free(*out);
+    return DBUF_ENOMEM;
+  }
+  free(*text);
+  *text = *out;
+  *len = *outlen;
+  return 0;
+}
+
+/* A text report followed by a blank line and the node report. */
+static int
+append_nodes_text(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, size_t *len)
+{
+  char *out = NULL;
+  size_t outlen = 0;
+  FILE *m = open_memstream(&out, &outlen);
+  if (m == NULL)
+    return DBUF_ENOMEM;
+  fwrite(*text, 1, *len, m);
+  fputc('\n', m);
+  cli_nodes_print(m, l, n);
+  return take_stream(m, &out, &outlen, text, len);
+}
+
+/* The layout JSON (which ends in "\n}\n") with the run report's "nodes" and
+ * "crossing" arrays added as its last members, one element a line. */
+static int
+append_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, size_t *len)
+{
+  static const char *const keys[] = {"nodes", "crossing"};
+  static const char end[] = "\n}\n";
+  char *out = NULL;
+  size_t outlen = 0;
+  json_t *doc = cli_nodes_json(l, n);
+  FILE *m = doc ? open_memstream(&out, &outlen) : NULL;
+  if (m == NULL) {
+    json_decref(doc);
+    return DBUF_ENOMEM;
+  }
+  if (*len < sizeof end - 1 || strcmp(*text + *len - (sizeof end - 1), end) != 0) {
+    fclose(m);
+    free(out);
+    json_decref(doc);
+    return DBUF_EINVAL;
+  }
+  fwrite(*text, 1, *len - (sizeof end - 1), m);
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    json_t *a = json_object_get(doc, keys[k]);
+    size_t na = json_array_size(a);
+    fprintf(m, ",\n  \"%s\": [", keys[k]);
+    for (size_t i = 0; i < na; i++) {
+      char *e = json_dumps(json_array_get(a, i), JSON_PRESERVE_ORDER);
+      if (e == NULL) {
+        fclose(m);
+        free(out);
+        json_decref(doc);
+        return DBUF_ENOMEM;
+      }
+      fprintf(m, "%s\n    %s", i ? "," : "", e);
+      free(e);
+    }
+    fputs(na ? "\n  ]" : "]", m);
+  }
+  fputs(end, m);
+  json_decref(doc);
+  return take_stream(m, &out, &outlen, text, len);
 }
 
 int
@@ -51,6 +134,10 @@ cmd_plan(int argc, char **argv)
   int c, rc = CLI_EXIT_USAGE;
   dbuf_tensors_t *t = NULL;
   dbuf_layout_t *l = NULL;
+  dbuf_nodes_t *nodes = NULL;
+  char *text = NULL;
+  size_t len;
+  dbuf_diag_t d;
   char what[1024];
 
   cli_plan_opts_init(&o);
@@ -102,36 +189,53 @@ cmd_plan(int argc, char **argv)
     cli_err("--pieces applies to --format json only");
     goto out;
   }
+  if (o.ranks_per_node > 0 && !json && rfmt != DBUF_REPORT_SUMMARY &&
+      rfmt != DBUF_REPORT_TABLE && rfmt != DBUF_REPORT_DIAGRAM) {
+    cli_err("--ranks-per-node applies to --format summary, table, diagram and json");
+    goto out;
+  }
   if ((rc = cli_load_tensors(&o, &t, NULL, what, sizeof what)) != 0 ||
       (rc = cli_build_layout(&o, t, what, &l)) != 0)
     goto out;
+  if (o.ranks_per_node > 0) {
+    int e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o.ranks_per_node,
+                                      o.elem_size, &nodes, &d);
+    if (e != 0) {
+      cli_err("node report: %s", d.msg);
+      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      goto out;
+    }
+  }
 
-  char *text;
-  size_t len;
+  int e;
   if (json) {
-    if (dbuf_layout_to_json(l, flags, &text, &len) != 0) {
-      cli_err("out of memory writing the layout");
+    e = dbuf_layout_to_json(l, flags, &text, &len);
+    if (e == 0 && nodes != NULL)
+      e = append_nodes_json(l, nodes, &text, &len);
+    if (e != 0) {
+      cli_err("%s writing the layout", dbuf_strerror(e));
       rc = CLI_EXIT_FAIL;
       goto out;
     }
   } else {
     dbuf_report_opts_t ro;
-    dbuf_diag_t d;
-    dbuf_report_opts_init(&ro);
-    ro.elem_size = o.elem_size;
-    ro.dtype = o.dtype;
-    ro.align_bytes = o.align_bytes;
-    ro.source = what;
-    int e = dbuf_report_write(l, rfmt, &ro, &text, &len, &d);
+    cli_report_opts(&o, what, &ro);
+    e = dbuf_report_write(l, rfmt, &ro, &text, &len, &d);
     if (e != 0) {
       cli_err("%s report: %s", format, d.msg);
       rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
       goto out;
     }
+    if (nodes != NULL && (e = append_nodes_text(l, nodes, &text, &len)) != 0) {
+      cli_err("%s writing the node report", dbuf_strerror(e));
+      rc = CLI_EXIT_FAIL;
+      goto out;
+    }
   }
   rc = cli_write_output(out, text, len);
-  free(text);
 out:
+  free(text);
+  dbuf_nodes_destroy(nodes);
   dbuf_layout_destroy(l);
   dbuf_tensors_destroy(t);
   cli_plan_opts_free(&o);

@@ -601,9 +601,14 @@ cmd_run(int argc, char **argv)
       cli_err("node report: %s", d.msg);
       wrc = CLI_EXIT_FAIL;
     } else {
-      run_summary_t s = {src, o.plan.dtype, es, size, per, digest, o.materialize,
-                         o.membind_text, pass, v->problems, v->msg};
-      run_report_text(stdout, l, &s, recs, nodes, &tm);
+      run_summary_t s = {.nranks = size, .per_rank = per, .digest = digest,
+                         .materialize = o.materialize, .membind = o.membind_text,
+                         .pass = pass, .problems = v->problems, .message = v->msg};
+      cli_report_opts(&o.plan, src, &s.report);
+      if (run_report_text(stdout, l, &s, recs, nodes, &tm, &d) != 0) {
+        cli_err("report: %s", d.msg);
+        wrc = CLI_EXIT_FAIL;
+      }
       fflush(stdout);
       if (!pass)
         cli_err("%s", v->msg);
@@ -613,7 +618,9 @@ cmd_run(int argc, char **argv)
           cli_err("%s: out of memory writing the report", o.report);
           wrc = CLI_EXIT_FAIL;
         } else {
-          wrc = cli_write_output(o.report, json, strlen(json));
+          int w = cli_write_output(o.report, json, strlen(json));
+          if (w > wrc)
+            wrc = w;
           free(json);
         }
       }

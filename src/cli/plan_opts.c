@@ -26,7 +26,10 @@ const char cli_plan_help[] =
     "  --dtype T              element type for byte figures: bf16 (default),\n"
     "                         fp16, fp32, fp64, fp8, int8, int32, int64\n"
     "  --align-bytes N        report byte figures aligned to N bytes\n"
-    "  --ranks-per-node K     group ranks into nodes of K for the node report\n";
+    "  --ranks-per-node K     plan: add the node report for nodes of K\n"
+    "                         consecutive ranks, named node0, node1, ... (the\n"
+    "                         last node has fewer ranks when K does not divide\n"
+    "                         dp); run: ignored, the launcher places the ranks\n";
 
 /* CLI dtype names onto the safetensors dtype table of the core. */
 static const struct {
@@ -291,4 +294,14 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
     return rc == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
   }
   return 0;
+}
+
+void
+cli_report_opts(const cli_plan_opts_t *o, const char *source, dbuf_report_opts_t *ro)
+{
+  dbuf_report_opts_init(ro);
+  ro->elem_size = o->elem_size;
+  ro->dtype = o->dtype;
+  ro->align_bytes = o->align_bytes;
+  ro->source = source;
 }

@@ -5,38 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 1234567 -> "1,234,567". */
-static const char *
-fmt_int(char *buf, size_t len, int64_t v)
-{
-  char raw[32];
-  int n = snprintf(raw, sizeof raw, "%" PRId64, v < 0 ? -v : v), at = 0;
-  if (v < 0 && (size_t)at + 1 < len)
-    buf[at++] = '-';
-  for (int i = 0; i < n && (size_t)at + 2 < len; i++) {
-    if (i > 0 && (n - i) % 3 == 0)
-      buf[at++] = ',';
-    buf[at++] = raw[i];
-  }
-  buf[at] = '\0';
-  return buf;
-}
-
-/* Decimal units, as GB/s. */
-static const char *
-fmt_bytes(char *buf, size_t len, int64_t b)
-{
-  if (b >= 1000000000)
-    snprintf(buf, len, "%.2f GB", (double)b / 1e9);
-  else if (b >= 1000000)
-    snprintf(buf, len, "%.1f MB", (double)b / 1e6);
-  else if (b >= 1000)
-    snprintf(buf, len, "%.1f kB", (double)b / 1e3);
-  else
-    snprintf(buf, len, "%" PRId64 " B", b);
-  return buf;
-}
-
 /* "0-3,6" */
 static const char *
 fmt_ranks(char *buf, size_t len, const int *r, int n)
@@ -93,7 +61,8 @@ cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n)
                in.end);
     fprintf(f, "  %-4d %-16s %-10s %-32s %16s %10s\n", i, in.name,
             fmt_ranks(rk, sizeof rk, in.ranks, in.nranks), range,
-            fmt_int(a, sizeof a, in.elements), fmt_bytes(b, sizeof b, in.bytes));
+            dbuf_report_count(a, sizeof a, in.elements),
+            dbuf_report_bytes(b, sizeof b, in.bytes));
   }
   int64_t nc = dbuf_nodes_ncrossing(n);
   if (nn < 2)
@@ -115,8 +84,11 @@ cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n)
       dbuf_nodes_info(n, sd->node, &in);
       snprintf(c, sizeof c, sd->first_rank == sd->last_rank ? "rank %d" : "ranks %d-%d",
                sd->first_rank, sd->last_rank);
-      fprintf(f, "%s %s rows %" PRId64 "-%" PRId64 " (%s)", s ? " |" : "", in.name,
-              sd->first_row, sd->first_row + sd->rows - 1, c);
+      if (sd->rows == 1)
+        fprintf(f, "%s %s row %" PRId64 " (%s)", s ? " |" : "", in.name, sd->first_row, c);
+      else
+        fprintf(f, "%s %s rows %" PRId64 "-%" PRId64 " (%s)", s ? " |" : "", in.name,
+                sd->first_row, sd->first_row + sd->rows - 1, c);
     }
     fputc('\n', f);
   }
@@ -161,37 +133,35 @@ cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n)
   return json_pack("{s:o, s:o}", "nodes", nodes, "crossing", cross);
 }
 
-static void
-plan_lines(FILE *f, const dbuf_layout_t *l, const run_summary_t *s)
+/* The plan: the core's summary (the figures `plan` prints), indented, then
+ * what only the run knows. */
+static int
+plan_lines(FILE *f, const dbuf_layout_t *l, const run_summary_t *s, dbuf_diag_t *d)
 {
-  dbuf_layout_stats_t st;
-  char a[32], b[32], c[32], d[32], e[32];
-  dbuf_layout_stats(l, &st);
-  fprintf(f, "Plan: %s, %" PRId64 " tensors, %s elements, %s (%" PRId64 " bytes each)\n",
-          s->source, dbuf_layout_ntensors(l), fmt_int(a, sizeof a, st.logical), s->dtype,
-          s->elem_size);
-  fprintf(f, "Layout: %s, dp %d on %d ranks (%d segment%s per rank), block %" PRId64,
-          dbuf_layout_kind_name(dbuf_layout_kind(l)), dbuf_layout_nranks(l), s->nranks,
-          s->per_rank, s->per_rank == 1 ? "" : "s", dbuf_layout_block_size(l));
-  if (dbuf_layout_chunk_size(l) > 0)
-    fprintf(f, ", chunk %s", fmt_int(a, sizeof a, dbuf_layout_chunk_size(l)));
-  fprintf(f, ", checksum %016" PRIx64 "\n", s->digest);
-  fprintf(f, "Buffer: %s elements (%s), padding %s (%.3f%%), segments %s..%s elements, %" PRId64
-             " split tensors\n",
-          fmt_int(a, sizeof a, dbuf_layout_size(l)),
-          fmt_bytes(b, sizeof b, dbuf_layout_size(l) * s->elem_size),
-          fmt_int(c, sizeof c, st.padding),
-          dbuf_layout_size(l) ? 100.0 * (double)st.padding / (double)dbuf_layout_size(l) : 0.0,
-          fmt_int(d, sizeof d, st.min_segment), fmt_int(e, sizeof e, st.max_segment),
-          st.split_tensors);
+  char *text, *line, *save = NULL;
+  size_t len;
+  int rc = dbuf_report_write(l, DBUF_REPORT_SUMMARY, &s->report, &text, &len, d);
+  if (rc != 0)
+    return rc;
+  fprintf(f, "Plan:\n");
+  for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+    fprintf(f, "  %s\n", line);
+  free(text);
+  fprintf(f, "Ranks: dp %d on %d MPI ranks (%d segment%s per rank), layout checksum %016" PRIx64
+             "\n",
+          dbuf_layout_nranks(l), s->nranks, s->per_rank, s->per_rank == 1 ? "" : "s", s->digest);
+  return 0;
 }
 
-void
+int
 run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
-                const run_rank_rec_t *recs, const dbuf_nodes_t *n, const run_timings_t *t)
+                const run_rank_rec_t *recs, const dbuf_nodes_t *n, const run_timings_t *t,
+                dbuf_diag_t *d)
 {
   char a[32], b[32], by[32], p1[160], p2[160], pn[16], gb[16];
-  plan_lines(f, l, s);
+  int rc = plan_lines(f, l, s, d);
+  if (rc != 0)
+    return rc;
   fprintf(f, "Memory: %s%s\n", s->materialize ? "membind " : "not materialized (--no-materialize)",
           s->materialize ? s->membind : "");
   fprintf(f, "\n%4s %-12s %-6s %-5s %-5s %14s %14s %10s %-40s %-40s %7s %7s %s\n", "rank",
@@ -210,8 +180,9 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
     fprintf(f, "%4d %-12s %-6s %-5s %-5s %14s %14s %10s %-40s %-40s %7s %7s %s\n", x->rank,
             x->host, x->numa[0] ? x->numa : "-",
             !x->materialized ? "-" : x->mem_bound ? "yes" : "no", x->cpus[0] ? x->cpus : "-",
-            fmt_int(a, sizeof a, x->offset), fmt_int(b, sizeof b, x->elements),
-            fmt_bytes(by, sizeof by, x->bytes), fmt_pos(p1, sizeof p1, l, x->first_tensor, x->first_row),
+            dbuf_report_count(a, sizeof a, x->offset),
+            dbuf_report_count(b, sizeof b, x->elements), dbuf_report_bytes(by, sizeof by, x->bytes),
+            fmt_pos(p1, sizeof p1, l, x->first_tensor, x->first_row),
             fmt_pos(p2, sizeof p2, l, x->last_tensor, x->last_row), pn, gb,
             x->verify[0] ? x->verify : "-");
   }
@@ -229,6 +200,7 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
   else
     fprintf(f, "FAIL: %s (%" PRId64 " problem%s)\n", s->message, s->problems,
             s->problems == 1 ? "" : "s");
+  return 0;
 }
 
 static json_t *
@@ -250,13 +222,13 @@ run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_r
   snprintf(dig, sizeof dig, "%016" PRIx64, s->digest);
   json_t *plan = json_pack(
       "{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:s}",
-      "source", s->source, "layout", dbuf_layout_kind_name(dbuf_layout_kind(l)), "dp",
+      "source", s->report.source, "layout", dbuf_layout_kind_name(dbuf_layout_kind(l)), "dp",
       dbuf_layout_nranks(l), "nranks", s->nranks, "segments_per_rank", s->per_rank,
       "block_size", (json_int_t)dbuf_layout_block_size(l), "chunk_size",
       (json_int_t)dbuf_layout_chunk_size(l), "tensors", (json_int_t)dbuf_layout_ntensors(l),
       "size", (json_int_t)dbuf_layout_size(l), "logical", (json_int_t)st.logical, "padding",
-      (json_int_t)st.padding, "dtype", s->dtype, "elem_size", (json_int_t)s->elem_size, "bytes",
-      (json_int_t)(dbuf_layout_size(l) * s->elem_size), "split_tensors",
+      (json_int_t)st.padding, "dtype", s->report.dtype, "elem_size", (json_int_t)s->report.elem_size,
+      "bytes", (json_int_t)(dbuf_layout_size(l) * s->report.elem_size), "split_tensors",
       (json_int_t)st.split_tensors, "checksum", dig);
   json_t *ranks = json_array();
   for (int r = 0; r < s->nranks; r++) {

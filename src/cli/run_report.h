@@ -1,10 +1,12 @@
 /* The report of the MPI run (text on rank 0's stdout, JSON with --report),
- * and the node report, which `plan --ranks-per-node K` can print too. */
+ * and the node report, which `plan --ranks-per-node K` prints too: both
+ * commands call cli_nodes_print() and cli_nodes_json(). */
 #ifndef DBUF_CLI_RUN_REPORT_H
 #define DBUF_CLI_RUN_REPORT_H
 
 #include "dbuf/layout.h"
 #include "dbuf/nodes.h"
+#include "dbuf/report.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -35,9 +37,7 @@ typedef struct run_timings {
 } run_timings_t;
 
 typedef struct run_summary {
-  const char *source;       /* "model llama-3.2-1b", a file name */
-  const char *dtype;
-  int64_t elem_size;
+  dbuf_report_opts_t report; /* source, dtype, elem_size, align_bytes of the plan */
   int nranks, per_rank;     /* MPI ranks; segments per rank */
   uint64_t digest;          /* plan digest (wire checksum) */
   int materialize;          /* 0 with --no-materialize */
@@ -53,10 +53,12 @@ void cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n);
 /* {"nodes": [...], "crossing": [...]} (a new reference). */
 json_t *cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n);
 
-/* The whole report for people. */
-void run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
-                     const run_rank_rec_t *recs, const dbuf_nodes_t *n,
-                     const run_timings_t *t);
+/* The whole report for people; its plan section is the core's summary
+ * (dbuf_report_write), as `plan --format summary` prints it.  Returns 0, or
+ * the dbuf_report_write() error with d filled and nothing printed. */
+int run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
+                    const run_rank_rec_t *recs, const dbuf_nodes_t *n,
+                    const run_timings_t *t, dbuf_diag_t *d);
 
 /* The whole report as JSON text (malloc'd, ends in a newline), or NULL. */
 char *run_report_json(const dbuf_layout_t *l, const run_summary_t *s,

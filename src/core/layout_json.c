@@ -241,6 +241,17 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
                     nowners, (long long)n);
     goto out;
   }
+  /* "logical_size" is redundant: when given, it must agree with the shapes. */
+  int64_t logical;
+  if ((rc = get_int(name, root, "logical_size", 0, &logical, diag)) < 0)
+    goto out;
+  if (rc == 0 && logical != dbuf_tensors_total(t)) {
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s: \"logical_size\" is %lld but the tensors hold %lld "
+                    "elements",
+                    name, (long long)logical, (long long)dbuf_tensors_total(t));
+    goto out;
+  }
   dbuf_diag_t d;
   rc = dbuf_layout_from_parts(t, kind, (int)dp, block, chunk, size, offsets,
                               ranks, nowners ? owners : NULL, out, &d);

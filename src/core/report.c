@@ -75,21 +75,30 @@ dbuf__rep_digits(int64_t v)
 }
 
 const char *
-dbuf__rep_group(char buf[32], int64_t v)
+dbuf_report_count(char *buf, size_t len, int64_t v)
 {
-  char tmp[32];
+  char tmp[32], out[32];
   int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
   int neg = tmp[0] == '-', j = 0;
+  if (buf == NULL || len == 0)
+    return buf;
   if (neg)
-    buf[j++] = '-';
-  for (int i = neg; i < n; i++) {
-    buf[j++] = tmp[i];
+    out[j++] = '-';
+  for (int i = neg; i < n; i++) { /* 20 characters and 6 commas at most */
+    out[j++] = tmp[i];
     int left = n - i - 1;
     if (left > 0 && left % 3 == 0)
-      buf[j++] = ',';
+      out[j++] = ',';
   }
-  buf[j] = '\0';
+  out[j] = '\0';
+  snprintf(buf, len, "%s", out);
   return buf;
+}
+
+const char *
+dbuf__rep_group(char buf[32], int64_t v)
+{
+  return dbuf_report_count(buf, 32, v);
 }
 
 static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -109,15 +118,28 @@ scale(int64_t v, double *x)
 }
 
 const char *
-dbuf__rep_bytes(char buf[64], int64_t v)
+dbuf_report_bytes(char *buf, size_t len, int64_t v)
 {
-  char g[32];
   double x;
   int u = scale(v, &x);
+  if (buf == NULL || len == 0)
+    return buf;
   if (u == 0)
+    snprintf(buf, len, "%lld B", (long long)v);
+  else
+    snprintf(buf, len, "%.2f %s", x, units[u]);
+  return buf;
+}
+
+const char *
+dbuf__rep_bytes(char buf[64], int64_t v)
+{
+  char g[32], sh[24];
+  if (v < 1024)
     snprintf(buf, 64, "%s bytes", dbuf__rep_group(g, v));
   else
-    snprintf(buf, 64, "%s bytes (%.2f %s)", dbuf__rep_group(g, v), x, units[u]);
+    snprintf(buf, 64, "%s bytes (%s)", dbuf__rep_group(g, v),
+             dbuf_report_bytes(sh, sizeof sh, v));
   return buf;
 }
 

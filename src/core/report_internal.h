@@ -24,10 +24,11 @@ int dbuf__rep_pieces(dbuf__rep_t *rep, int r);
 /* Decimal digits of v >= 0. */
 int dbuf__rep_digits(int64_t v);
 
-/* v with thousands separators ("8,030,261,248"); buf of 32 bytes. */
+/* dbuf_report_count() into a buffer of 32 bytes. */
 const char *dbuf__rep_group(char buf[32], int64_t v);
 
-/* Bytes for people: "120 bytes", "16,060,522,496 bytes (14.96 GiB)"; 64 bytes. */
+/* Bytes for people: "120 bytes", "16,060,522,496 bytes (14.96 GiB)" (the
+ * part in parentheses is dbuf_report_bytes()); 64 bytes. */
 const char *dbuf__rep_bytes(char buf[64], int64_t v);
 
 /* Short bytes for axes: "0", "512 B", "1.5 KiB", "14.96 GiB"; 24 bytes. */

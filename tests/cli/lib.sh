@@ -19,6 +19,28 @@ expect_code() { if [ "$CODE" -eq "$1" ]; then pass "$2"; else fail "$2: exit $CO
 expect_err() { if [ "$ERR" = "$1" ]; then pass "$2"; else fail "$2: stderr '$ERR', want '$1'"; fi; }
 expect_err_has() { if grep -qF -- "$1" "$T/stderr"; then pass "$2"; else fail "$2: stderr lacks '$1': $ERR"; fi; }
 expect_out_has() { if grep -qF -- "$1" "$T/stdout"; then pass "$2"; else fail "$2: stdout lacks '$1'"; fi; }
+# expect_out WANT what: stdout equals WANT exactly.
+expect_out() {
+  if [ "$(cat "$T/stdout")" = "$1" ]; then pass "$2"; else
+    fail "$2: got:"; cat "$T/stdout"; echo "want:"; echo "$1"
+  fi
+}
+# crossing_from_pieces FILE K: from the pieces of a `plan --format json
+# --pieces` layout, independently of the node report, every tensor held by
+# more than one node of K consecutive ranks, with the rows on each side:
+# [{tensor, sides: [{node, first_row, rows}]}] in tensor order (compact).
+crossing_from_pieces() {
+  jq -c --argjson k "$2" '[.ranks[] as $r | $r.pieces[] |
+      {t: .tensor, rank: $r.rank, node: ($r.rank / $k | floor), first_row, rows}]
+    | sort_by(.t, .rank) | group_by(.t)
+    | map(select((map(.node) | unique | length) > 1))
+    | map({tensor: .[0].t, sides: (reduce .[] as $p ([];
+        if length > 0 and .[-1].node == $p.node
+        then .[-1].rows = ($p.first_row + $p.rows - .[-1].first_row)
+        else . + [{node: $p.node, first_row: $p.first_row, rows: $p.rows}] end))})' "$1"
+}
+# The same projection of a node report's "crossing" array (plan or run JSON).
+CROSSING_SIDES='[.crossing[] | {tensor, sides: [.sides[] | {node, first_row, rows}]}] | sort_by(.tensor)'
 # expect_json FILTER WANT what: jq -c FILTER of stdout equals WANT (compact).
 expect_json() {
   local got want

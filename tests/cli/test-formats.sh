@@ -7,13 +7,6 @@ set -u
 
 printf 'P0 2x6\nP1 4x4\nP2 4x4\nP3 1x2\nP4 1x6\n' >"$T/seed"
 
-# expect_out WANT what: stdout equals WANT exactly.
-expect_out() {
-  if [ "$(cat "$T/stdout")" = "$1" ]; then pass "$2"; else
-    fail "$2: got:"; cat "$T/stdout"; echo "want:"; echo "$1"
-  fi
-}
-
 # ---- summary is the default ----
 run plan --shapes "$T/seed" --dp 5
 expect_code 0 "summary (default)"

@@ -201,6 +201,16 @@ printf '{"layout": "unpadded", "dp_size": 1, "size": 4, "rank_offsets": [0], "te
 bad "bad dim" "dbuf-shard: $T/dim.json: tensor a: dim 1 is not an integer" verify "$T/dim.json"
 printf '{"layout": "tensor", "dp_size": 2, "size": 8, "rank_offsets": [0, 4], "tensors": [{"name": "a", "shape": [4], "offset": 0, "owner": 0}, {"name": "b", "shape": [4], "offset": 4}]}' >"$T/own.json"
 bad "partial owners" "dbuf-shard: $T/own.json: 1 of 2 tensors have an \"owner\" (all or none)" verify "$T/own.json"
+# "logical_size" is optional (hand.json has none), but when given it must be
+# the sum of the tensors' elements: 12 + 16 + 2 = 30 here, not 31.
+jq '.logical_size = 31' "$T/hand.json" >"$T/logical.json"
+bad "wrong logical_size" "dbuf-shard: $T/logical.json: \"logical_size\" is 31 but the tensors hold 30 elements" verify "$T/logical.json"
+jq '.logical_size = 52 | .tensors[0].shape = [3, 6]' "$T/good-unpadded.json" >"$T/logical2.json"
+bad "logical_size of edited shapes" "dbuf-shard: $T/logical2.json: \"logical_size\" is 52 but the tensors hold 58 elements" verify "$T/logical2.json"
+jq '.logical_size = "30"' "$T/hand.json" >"$T/logical3.json"
+bad "logical_size not an integer" "dbuf-shard: $T/logical3.json: \"logical_size\" is not an integer" verify "$T/logical3.json"
+jq '.logical_size = 30' "$T/hand.json" >"$T/logical4.json"
+verify_out "$T/logical4.json" 0 "$T/logical4.json: OK: unpadded layout, dp 2, 3 tensors, 30 elements" "right logical_size"
 printf '[1, 2]' >"$T/array.json"
 bad "not an object" "dbuf-shard: $T/array.json: expected a JSON object" verify "$T/array.json"
 : >"$T/empty.json"

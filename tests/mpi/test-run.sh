@@ -96,7 +96,18 @@ expect_err "dbuf-shard: --dp 6 is not a multiple of the 4 ranks" "dp 6 on 4 rank
 mpi 8 --report "$T/default.json"
 expect_code 0 "default model on 8 ranks"
 expect_out_has "PASS: every row owned exactly once on 8 ranks, every element verified" "default: PASS line"
-expect_out_has "Plan: model llama-3.2-1b, 146 tensors, 1,235,814,400 elements, bf16" "default: plan line"
+expect_out_has "  tensors:         146 (model llama-3.2-1b), dtype bf16, 2 bytes per element" "default: plan tensors line"
+expect_out_has "  logical size:    1,235,814,400 elements, 2,471,628,800 bytes (2.30 GiB)" "default: plan size line"
+expect_out_has "Ranks: dp 8 on 8 MPI ranks (1 segment per rank), layout checksum " "default: ranks line"
+# The plan section is the summary `plan` prints (one writer for both).
+"$DBUF" plan --dp 8 | sed 's/^/  /' >"$T/plan-summary"
+sed -n '2,/^Ranks: /p' "$T/stdout" | sed '$d' >"$T/run-summary"
+if [ "$(sed -n 1p "$T/stdout")" = "Plan:" ] && cmp -s "$T/run-summary" "$T/plan-summary"; then
+  pass "default: the plan section is plan's summary"
+else
+  fail "default: plan section differs from 'plan --dp 8':"
+  diff "$T/run-summary" "$T/plan-summary"
+fi
 jq_is "$T/default.json" '[.format, .version, .verdict, .plan.layout, .plan.dp, .plan.dtype, (.ranks | length), ([.ranks[].bytes] | add)]' \
   '["dbuf-shard-report", 1, "PASS", "padded", 8, "bf16", 8, 2471755776]' "default: report"
 jq_is "$T/default.json" '[.ranks[] | .materialized and .pages_on_node != null and .gbps > 0] | all' 'true' \
@@ -111,33 +122,51 @@ jq_is "$T/nomat.json" '[.verdict, .materialize, ([.ranks[].materialized] | any)]
   "no-materialize: nothing allocated"
 
 # Two nodes of 4 ranks on this machine (tests/mpi/fake-rsh.sh): the node report
-# must match the plan's pieces grouped by node (rank / 4).
-"$DBUF" plan --shapes "$T/small.shapes" --dp 8 --format json --pieces >"$T/plan8.json"
-t0=$(date +%s)
-timeout 120 "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host nodeA:4,nodeB:4 -np 8 \
-  "$DBUF" -q --shapes "$T/small.shapes" --report "$T/two.json" >"$T/stdout" 2>"$T/stderr"
-CODE=$?
-expect_code 0 "two nodes: exit"
+# must match the plan's pieces grouped by node (rank / 4), and
+# `plan --ranks-per-node 4` (no MPI) must give the same nodes and crossings.
+# two_nodes NAME ARGS...: runs dbuf-shard on nodeA:4,nodeB:4; the report in $T/two.json.
+two_nodes() {
+  local name=$1
+  shift
+  rm -f "$T/two.json"
+  timeout 120 "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host nodeA:4,nodeB:4 -np 8 \
+    "$DBUF" -q "$@" --report "$T/two.json" >"$T/stdout" 2>"$T/stderr"
+  CODE=$?
+  expect_code 0 "two nodes, $name: exit"
+}
+# same_as_plan NAME PLAN.json: nodes and crossings of $T/two.json equal those of
+# `plan --ranks-per-node 4`, host names aside (nodeA, nodeB there; node0, node1 in plan).
+same_as_plan() {
+  local f='[.nodes[] | del(.host)], [.crossing[] | .sides |= map(del(.host))]'
+  jq_is "$T/two.json" "[$f]" "$(jq -c "[$f]" "$2")" "two nodes, $1: nodes and crossings as plan --ranks-per-node 4"
+  jq_is "$2" '[.nodes[].host]' '["node0", "node1"]' "two nodes, $1: plan names the nodes node0, node1"
+}
+"$DBUF" plan --shapes "$T/small.shapes" --dp 8 --ranks-per-node 4 --format json --pieces >"$T/plan8.json"
+two_nodes "small" --shapes "$T/small.shapes"
 jq_is "$T/two.json" '[.verdict, [.nodes[] | [.host, .ranks, .offset, .end]], [.ranks[].host]]' \
   "$(jq -c '(.rank_offsets + [.size]) as $o |
       ["PASS", [["nodeA", [0,1,2,3], $o[0], $o[4]], ["nodeB", [4,5,6,7], $o[4], $o[8]]],
        ["nodeA","nodeA","nodeA","nodeA","nodeB","nodeB","nodeB","nodeB"]]' "$T/plan8.json")" \
   "two nodes: 4 ranks each, ranges from the plan"
-want=$(jq -c '[.ranks[] as $r | $r.pieces[] |
-    {t: .tensor, rank: $r.rank, node: ($r.rank / 4 | floor), first_row, rows}]
-  | sort_by(.t, .rank) | group_by(.t)
-  | map(select((map(.node) | unique | length) > 1))
-  | map({tensor: .[0].t, sides: (reduce .[] as $p ([];
-      if length > 0 and .[-1].node == $p.node
-      then .[-1].rows = ($p.first_row + $p.rows - .[-1].first_row)
-      else . + [{node: $p.node, first_row: $p.first_row, rows: $p.rows}] end))})' "$T/plan8.json")
+want=$(crossing_from_pieces "$T/plan8.json" 4)
 if [ "$want" = "[]" ]; then
   fail "two nodes: the test shapes must put a tensor across the node boundary"
 else
-  jq_is "$T/two.json" '[.crossing[] | {tensor, sides: [.sides[] | {node, first_row, rows}]}]' "$want" \
-    "two nodes: tensors crossing the boundary, rows on each side"
+  jq_is "$T/two.json" "$CROSSING_SIDES" "$want" "two nodes: tensors crossing the boundary, rows on each side"
 fi
 expect_out_has "Tensors crossing node boundaries (" "two nodes: text report lists the crossing"
+same_as_plan "small" "$T/plan8.json"
+# The default model (structure only: materializing it twice adds nothing here).
+"$DBUF" plan --dp 8 --ranks-per-node 4 --format json >"$T/plan-default.json"
+two_nodes "default model" --no-materialize
+jq_is "$T/two.json" '[.verdict, (.crossing | length > 0)]' '["PASS", true]' "two nodes, default model: PASS, a tensor crosses"
+same_as_plan "default model" "$T/plan-default.json"
+"$DBUF" plan --dp 8 --ranks-per-node 4 | sed -n '/^Tensors crossing/,$p' | sed 's/node0/nodeA/g; s/node1/nodeB/g' >"$T/plan-cross.txt"
+if [ -s "$T/plan-cross.txt" ] && sed -n '/^Tensors crossing/,/^$/p' "$T/stdout" | sed '/^$/d' | cmp -s - "$T/plan-cross.txt"; then
+  pass "two nodes, default model: text crossing lines as plan's"
+else
+  fail "two nodes, default model: text crossing lines differ from plan's"
+fi
 
 # Fault injection: each detected, named, non-zero on every rank.
 for f in shift:2 stale:1 corrupt:3 shift:0 stale:0; do
