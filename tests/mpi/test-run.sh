@@ -121,6 +121,26 @@ expect_code 0 "no-materialize"
 jq_is "$T/nomat.json" '[.verdict, .materialize, ([.ranks[].materialized] | any)]' '["PASS", false, false]' \
   "no-materialize: nothing allocated"
 
+# Placement options.  This VM has one NUMA node holding both cores, so every
+# policy that binds must end on node 0 with the binding read back from the
+# kernel; --membind none binds nothing.
+placement() { # placement WHAT JQ-WANT ARGS...: JQ-WANT is checked on the report
+  local what=$1 want=$2
+  shift 2
+  mpi 3 -q --shapes "$T/small.shapes" --report "$T/place.json" "$@"
+  expect_code 0 "$what: exit 0"
+  jq_is "$T/place.json" "$PLACE_FILTER" "$want" "$what: report"
+}
+PLACE_FILTER='[.verdict, .membind, ([.ranks[].bound] | unique), ([.ranks[].numa] | unique), ([.ranks[].locked] | unique)]'
+placement "membind local" '["PASS","local",[true],["0"],[false]]'
+placement "membind node:0 strict" '["PASS","node:0",[true],["0"],[false]]' --membind node:0 --membind-strict
+placement "membind interleave" '["PASS","interleave",[true],["0"],[false]]' --membind interleave
+placement "membind none" '["PASS","none",[false],[""],[false]]' --membind none
+placement "lock" '["PASS","local",[true],["0"],[true]]' --lock
+PLACE_FILTER='[.verdict, ([.ranks[].cpu_bound] | unique), [.ranks[].cpus]]'
+# --bind core: local index modulo the 2 cores.
+placement "bind core" '["PASS",[true],["0","1","0"]]' --bind core
+
 # Two nodes of 4 ranks on this machine (tests/mpi/fake-rsh.sh): the node report
 # must match the plan's pieces grouped by node (rank / 4), and
 # `plan --ranks-per-node 4` (no MPI) must give the same nodes and crossings.
