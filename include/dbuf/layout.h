@@ -118,6 +118,11 @@ DBUF_EXPORT const int64_t *dbuf_layout_range(const dbuf_layout_t *l);
 DBUF_EXPORT const int *dbuf_layout_owners(const dbuf_layout_t *l);
 /** Tensor ids sorted by (offset, id). */
 DBUF_EXPORT const int64_t *dbuf_layout_order(const dbuf_layout_t *l);
+/**
+ * \brief First position p in dbuf_layout_order() whose tensor offset is
+ * >= x, or ntensors if none.  O(log n).  Not collective.
+ */
+DBUF_EXPORT int64_t dbuf_layout_order_lower(const dbuf_layout_t *l, int64_t x);
 
 /* ---------------------------------------------------------------- */
 /* Validation                                                        */

@@ -56,15 +56,8 @@ describe(const dbuf_layout_t *l, int64_t x, char *buf, size_t len, int64_t *tens
   }
   const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
   if (t < 0) { /* name the last tensor before the padding, if any */
-    const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
-    int64_t lo = 0, hi = dbuf_layout_ntensors(l);
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (off[order[mid]] < x)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    const int64_t *order = dbuf_layout_order(l);
+    int64_t lo = dbuf_layout_order_lower(l, x);
     while (--lo >= 0 && dbuf_tensors_numel(ts, order[lo]) == 0)
       ;
     if (lo < 0) {

@@ -169,9 +169,9 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
 }
 
 int64_t
-dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x, int64_t *lower)
+dbuf_layout_order_lower(const dbuf_layout_t *l, int64_t x)
 {
-  int64_t lo = 0, hi = l->n;
+  int64_t lo = 0, hi = l ? l->n : 0;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
     if (l->offsets[l->order[mid]] < x)
@@ -179,6 +179,13 @@ dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x, int64_t *lower)
     else
       hi = mid;
   }
+  return lo;
+}
+
+int64_t
+dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x, int64_t *lower)
+{
+  int64_t lo = dbuf_layout_order_lower(l, x);
   if (lower != NULL)
     *lower = lo;
   for (int64_t p = lo - 1; p >= 0; p--) {

@@ -226,14 +226,7 @@ next_tensor_start(const dbuf_layout_t *l, int64_t x)
 {
   const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  int64_t lo = 0, hi = dbuf_layout_ntensors(l);
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (off[order[mid]] < x)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int64_t lo = dbuf_layout_order_lower(l, x);
   for (; lo < dbuf_layout_ntensors(l); lo++)
     if (dbuf_tensors_numel(t, order[lo]) > 0)
       return off[order[lo]];
