@@ -21,6 +21,12 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_err_last(void);
 extern int cli_quiet; /* the MPI run sets it on ranks other than 0 */
 
+/*
+ * getopt_long returned ':' (missing value) or '?' (unknown option) for
+ * subcommand cmd: print the one-line error.  Returns CLI_EXIT_USAGE.
+ */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
 /* Integer option: whole string, no overflow, within [min, max]. */
 int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
                   int64_t *out);

@@ -163,13 +163,8 @@ cmd_plan(int argc, char **argv)
       plan_usage(stdout);
       rc = CLI_EXIT_OK;
       goto out;
-    case ':':
-      cli_err("plan: option '%s' needs a value (see 'dbuf-shard plan --help')",
-              argv[optind - 1]);
-      goto out;
-    default:
-      cli_err("plan: unknown option '%s' (see 'dbuf-shard plan --help')",
-              argv[optind - 1]);
+    default: /* ':' missing value, '?' unknown option */
+      cli_bad_option("plan", c, argv);
       goto out;
     }
   }

@@ -139,12 +139,8 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       break;
     case 'h':
       return -1;
-    case ':':
-      cli_err("run: option '%s' needs a value (see 'dbuf-shard run --help')", argv[optind - 1]);
-      return CLI_EXIT_USAGE;
-    default:
-      cli_err("run: unknown option '%s' (see 'dbuf-shard run --help')", argv[optind - 1]);
-      return CLI_EXIT_USAGE;
+    default: /* ':' missing value, '?' unknown option */
+      return cli_bad_option("run", c, argv);
     }
   }
   if (optind < argc) {

@@ -152,14 +152,8 @@ cmd_verify(int argc, char **argv)
       verify_usage(stdout);
       rc = CLI_EXIT_OK;
       goto out;
-    case ':':
-      cli_err("verify: option '%s' needs a value (see 'dbuf-shard verify "
-              "--help')",
-              argv[optind - 1]);
-      goto out;
-    default:
-      cli_err("verify: unknown option '%s' (see 'dbuf-shard verify --help')",
-              argv[optind - 1]);
+    default: /* ':' missing value, '?' unknown option */
+      cli_bad_option("verify", c, argv);
       goto out;
     }
   }
