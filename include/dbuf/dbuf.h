@@ -13,6 +13,7 @@
 #include "dbuf/layout_json.h"
 #include "dbuf/models.h"
 #include "dbuf/nodes.h"
+#include "dbuf/parallel.h"
 #include "dbuf/pattern.h"
 #include "dbuf/report.h"
 #include "dbuf/safetensors.h"

@@ -46,14 +46,15 @@ extern "C" {
   X(EMLOCK, -20, "memory locking not permitted")                               \
   X(EMISMATCH, -21, "ranks disagree")                                          \
   X(EVERIFY, -22, "verification failed")                                       \
-  X(EUNSUPPORTED, -23, "not supported")
+  X(EUNSUPPORTED, -23, "not supported")                                       \
+  X(EPARALLEL, -24, "model not divisible by the parallel degree")
 
 /** Error codes; every one is negative. */
 typedef enum dbuf_errno {
 #define DBUF__ERR_ENUM(name, val, msg) DBUF_##name = (val),
   DBUF_ERRNO_MAP(DBUF__ERR_ENUM)
 #undef DBUF__ERR_ENUM
-  DBUF_ERRNO_MAX = -24
+  DBUF_ERRNO_MAX = -25
 } dbuf_errno_t;
 
 /** \brief Static message for an error code; never NULL, also for unknown codes. */

@@ -17,6 +17,7 @@
 #define DBUF_MODELS_H
 
 #include "dbuf/error.h"
+#include "dbuf/parallel.h"
 #include "dbuf/tensors.h"
 
 #include <stddef.h>
@@ -75,6 +76,37 @@ DBUF_EXPORT int dbuf_model_summary(int i, char *buf, size_t len);
  */
 DBUF_EXPORT int dbuf_model_build(const char *name, dbuf_tensors_t **out,
                                  dbuf_diag_t *diag);
+
+/**
+ * \brief Generate the tensors one data-parallel group holds on
+ * tensor-parallel rank 0 and expert-parallel rank 0 of pipeline stage
+ * par->stage (see dbuf/parallel.h for the rules).
+ *
+ * Names: with DBUF_NAMING_HF the model's own names (global layer numbers),
+ * each tensor split on its own; with DBUF_NAMING_MEGATRON Megatron-Core's
+ * names under the Transformer Engine spec (fused linear_qkv and linear_fc1,
+ * norms fused into the next linear as layer_norm_weight, grouped-GEMM
+ * experts linear_fc1.weightJ / linear_fc2.weightJ, the router's expert bias
+ * left out as a buffer), layers numbered from 0 in each stage.
+ * \param[in]  par    NULL: the whole model, as dbuf_model_build()
+ * \param[out] stats  may be NULL: the stage's elements by split
+ * \return 0, or the errors of dbuf_model_build(), and
+ *   DBUF_EINVAL (invalid par: see dbuf_parallel_check()),
+ *   DBUF_EPARALLEL (heads or query groups not divisible by tp, experts by
+ *   ep, layers by pp without pp_layers, a split dim by its degree: diag
+ *   names the model setting or the tensor, the dim and the degree)
+ */
+DBUF_EXPORT int dbuf_model_build_parallel(const char *name, const dbuf_parallel_t *par,
+                                          dbuf_tensors_t **out,
+                                          dbuf_parallel_stats_t *stats, dbuf_diag_t *diag);
+
+/**
+ * \brief The pipeline stage with the most elements (the first of equals);
+ * par->stage is ignored.
+ * \return 0, or the errors of dbuf_model_build_parallel()
+ */
+DBUF_EXPORT int dbuf_model_largest_stage(const char *name, const dbuf_parallel_t *par,
+                                         int64_t *stage, dbuf_diag_t *diag);
 
 #ifdef __cplusplus
 }

@@ -15,10 +15,20 @@
  *     linear_qkv), pre_mlp_layernorm, mlp.linear_fc1/fc2; final_layernorm;
  *     output_layer unless the embeddings are shared.
  *
- * The generator runs twice over the same code: once only counting tensors,
- * then, after one exact reserve, adding them.  No formula exists twice.
+ * With parallel settings (dbuf/parallel.h) the same generators emit the
+ * tensors of one pipeline stage on tensor-parallel rank 0 and
+ * expert-parallel rank 0: each emit names the split rule of its tensor and
+ * parallel.c turns the full shape into the local one.  --naming megatron
+ * switches the Hugging Face family to Megatron-Core's Transformer Engine
+ * spec (fused linear_qkv and linear_fc1, norms fused into the next linear,
+ * grouped-GEMM experts).
+ *
+ * The generator runs twice over the same code: once only counting tensors
+ * (and the element statistics), then, after one exact reserve, adding them.
+ * No formula exists twice.
  */
 #include "dbuf/models.h"
+#include "dbuf/parallel.h"
 #include "core_internal.h"
 
 #include <stdarg.h>
@@ -48,6 +58,7 @@ typedef struct dbuf__model_cfg {
   bool qkv_bias;    /* biases on q/k/v only (Qwen2) */
   bool linear_bias; /* biases on every linear layer (GPT-3) */
   bool norm_bias;   /* LayerNorm with bias instead of RMSNorm */
+  bool gelu;        /* plain fc1 -> fc2 MLP (GPT); else SwiGLU gate/up/down */
   /* MoE */
   dbuf__moe_style_t moe;
   int64_t experts, shared_experts, moe_ffn, first_dense;
@@ -96,7 +107,7 @@ static const dbuf__model_cfg_t dbuf__models[] = {
     {.name = "gpt3-175b", .arch = "gpt", .naming = DBUF__NAMING_MCORE,
      .hidden = 12288, .ffn = 49152, .layers = 96, .heads = 96, .kv_heads = 96,
      .head_dim = 128, .vocab = 51200, .max_pos = 2048, .tied = true,
-     .linear_bias = true, .norm_bias = true},
+     .linear_bias = true, .norm_bias = true, .gelu = true},
 };
 
 #define DBUF__NMODELS ((int)(sizeof dbuf__models / sizeof dbuf__models[0]))
@@ -123,6 +134,11 @@ typedef struct dbuf__gen {
   dbuf_tensors_t *t;
   int64_t count;
   dbuf_diag_t *diag;
+  const dbuf_parallel_t *par; /* NULL: the whole model, nothing split */
+  dbuf_parallel_stats_t st;   /* filled by the counting pass */
+  int64_t first, nlayers;     /* decoder layers of the stage */
+  int64_t experts;            /* experts of expert-parallel rank 0 */
+  bool first_stage, last_stage;
 } dbuf__gen_t;
 
 static int
@@ -145,19 +161,32 @@ derive_dims(const dbuf__model_cfg_t *c, dbuf__dims_t *d, dbuf_diag_t *diag)
   return 0;
 }
 
+/* Add n elements to *sum; the stage total is checked by dbuf_tensors_add. */
+static int
+stat_add(dbuf__gen_t *g, int64_t *sum, int64_t n)
+{
+  if (dbuf__add(*sum, n, sum) != 0)
+    return dbuf__diag(g->diag, DBUF_EOVERFLOW, "model %s: element count overflows 64 bits",
+                      g->cfg->name);
+  return 0;
+}
+
 /*
  * Emit one tensor named prefix + module + "." + leaf (module may be "",
- * then the name is prefix + leaf).  ndim is 1 (d0) or 2 (d0 x d1).
+ * then the name is prefix + leaf).  ndim is 1 (d0) or 2 (d0 x d1); kind is
+ * its split over the parallel ranks (ignored without parallel settings).
  */
 static int
 emit(dbuf__gen_t *g, const char *prefix, const char *module, const char *leaf,
-     int ndim, int64_t d0, int64_t d1)
+     dbuf_split_t kind, int ndim, int64_t d0, int64_t d1)
 {
   char name[DBUF__NAME_MAX];
-  const int64_t dims[2] = {d0, d1};
+  const int64_t full[2] = {d0, d1};
+  int64_t dims[2] = {d0, d1}, pad = 0, numel;
   size_t lp, lm, ll, dot, n;
+  int rc;
 
-  if (g->t == NULL) {
+  if (g->t == NULL && g->par == NULL) {
     g->count++;
     return 0;
   }
@@ -178,27 +207,48 @@ emit(dbuf__gen_t *g, const char *prefix, const char *module, const char *leaf,
     name[lp + lm] = '.';
   memcpy(name + lp + lm + dot, leaf, ll);
   name[n] = '\0';
+  if (g->par != NULL) {
+    if ((rc = dbuf_parallel_split(g->par, kind, name, ndim, full, dims, &pad, g->diag)) != 0)
+      return rc;
+    if (g->t == NULL) { /* counting pass: the statistics */
+      int64_t *cat = kind == DBUF_SPLIT_REPLICATED ? &g->st.replicated
+                     : kind >= DBUF_SPLIT_EXPERT_COLUMN ? &g->st.expert
+                                                         : &g->st.tp_split;
+      numel = ndim == 2 ? 0 : dims[0];
+      if ((ndim == 2 && dbuf__mul(dims[0], dims[1], &numel) != 0) ||
+          (ndim == 2 && dbuf__mul(pad, dims[1], &pad) != 0))
+        return dbuf__diag(g->diag, DBUF_EOVERFLOW, "model %s: tensor %s overflows 64 bits",
+                          g->cfg->name, name);
+      if ((rc = stat_add(g, cat, numel)) != 0 || (rc = stat_add(g, &g->st.total, numel)) != 0 ||
+          (rc = stat_add(g, &g->st.vocab_padding, pad)) != 0)
+        return rc;
+      g->count++;
+      return 0;
+    }
+  }
   return dbuf_tensors_add(g->t, name, ndim, dims, g->diag);
 }
 
-/* nn.Linear(in, out): weight [out, in], then bias [out]. */
+/* nn.Linear(in, out): weight [out, in], then bias [out].  The bias of a
+ * column-parallel linear is split with it; a row-parallel one is replicated. */
 static int
 linear(dbuf__gen_t *g, const char *prefix, const char *module, int64_t out,
-       int64_t in, bool bias)
+       int64_t in, bool bias, dbuf_split_t kind)
 {
-  int rc = emit(g, prefix, module, "weight", 2, out, in);
+  int rc = emit(g, prefix, module, "weight", kind, 2, out, in);
+  bool row = kind == DBUF_SPLIT_ROW || kind == DBUF_SPLIT_EXPERT_ROW;
   if (rc == 0 && bias)
-    rc = emit(g, prefix, module, "bias", 1, out, 0);
+    rc = emit(g, prefix, module, "bias", row ? DBUF_SPLIT_REPLICATED : kind, 1, out, 0);
   return rc;
 }
 
-/* RMSNorm (weight) or LayerNorm (weight, bias) over dim. */
+/* RMSNorm (weight) or LayerNorm (weight, bias) over dim: replicated. */
 static int
 norm(dbuf__gen_t *g, const char *prefix, const char *module, int64_t dim)
 {
-  int rc = emit(g, prefix, module, "weight", 1, dim, 0);
+  int rc = emit(g, prefix, module, "weight", DBUF_SPLIT_REPLICATED, 1, dim, 0);
   if (rc == 0 && g->cfg->norm_bias)
-    rc = emit(g, prefix, module, "bias", 1, dim, 0);
+    rc = emit(g, prefix, module, "bias", DBUF_SPLIT_REPLICATED, 1, dim, 0);
   return rc;
 }
 
@@ -225,6 +275,11 @@ index_prefix(dbuf__gen_t *g, char *buf, const char *base, int64_t index)
 
 /* ---- Hugging Face decoder family ---------------------------------------- */
 
+/* Column- and row-parallel splits of dense or expert linears. */
+#define COL(expert) ((expert) ? DBUF_SPLIT_EXPERT_COLUMN : DBUF_SPLIT_COLUMN)
+#define ROW(expert) ((expert) ? DBUF_SPLIT_EXPERT_ROW : DBUF_SPLIT_ROW)
+#define REPL DBUF_SPLIT_REPLICATED
+
 static int
 hf_attention(dbuf__gen_t *g, const char *lp)
 {
@@ -237,39 +292,39 @@ hf_attention(dbuf__gen_t *g, const char *lp)
   if ((rc = join_prefix(g, p, lp, "self_attn")) != 0)
     return rc;
   if (c->kv_lora_rank > 0) {
-    /* DeepSeek multi-head latent attention. */
+    /* DeepSeek multi-head latent attention: the down projections are
+     * duplicated on every tensor-parallel rank (Transformer Engine spec). */
     if (c->q_lora_rank > 0) {
-      if ((rc = linear(g, p, "q_a_proj", c->q_lora_rank, c->hidden, false)) ||
+      if ((rc = linear(g, p, "q_a_proj", c->q_lora_rank, c->hidden, false, REPL)) ||
           (rc = norm(g, p, "q_a_layernorm", c->q_lora_rank)) ||
-          (rc = linear(g, p, "q_b_proj", d->mla_q_out, c->q_lora_rank, false)))
+          (rc = linear(g, p, "q_b_proj", d->mla_q_out, c->q_lora_rank, false, COL(0))))
         return rc;
-    } else if ((rc = linear(g, p, "q_proj", d->mla_q_out, c->hidden, false))) {
+    } else if ((rc = linear(g, p, "q_proj", d->mla_q_out, c->hidden, false, COL(0)))) {
       return rc;
     }
-    if ((rc = linear(g, p, "kv_a_proj_with_mqa", d->mla_kv_a, c->hidden,
-                     false)) ||
+    if ((rc = linear(g, p, "kv_a_proj_with_mqa", d->mla_kv_a, c->hidden, false, REPL)) ||
         (rc = norm(g, p, "kv_a_layernorm", c->kv_lora_rank)) ||
-        (rc = linear(g, p, "kv_b_proj", d->mla_kv_b, c->kv_lora_rank, false)))
+        (rc = linear(g, p, "kv_b_proj", d->mla_kv_b, c->kv_lora_rank, false, COL(0))))
       return rc;
-    return linear(g, p, "o_proj", c->hidden, d->mla_o_in, c->linear_bias);
+    return linear(g, p, "o_proj", c->hidden, d->mla_o_in, c->linear_bias, ROW(0));
   }
-  if ((rc = linear(g, p, "q_proj", d->q_out, c->hidden, qkvb)) ||
-      (rc = linear(g, p, "k_proj", d->kv_out, c->hidden, qkvb)) ||
-      (rc = linear(g, p, "v_proj", d->kv_out, c->hidden, qkvb)))
+  if ((rc = linear(g, p, "q_proj", d->q_out, c->hidden, qkvb, COL(0))) ||
+      (rc = linear(g, p, "k_proj", d->kv_out, c->hidden, qkvb, COL(0))) ||
+      (rc = linear(g, p, "v_proj", d->kv_out, c->hidden, qkvb, COL(0))))
     return rc;
-  return linear(g, p, "o_proj", c->hidden, d->q_out, c->linear_bias);
+  return linear(g, p, "o_proj", c->hidden, d->q_out, c->linear_bias, ROW(0));
 }
 
 /* SwiGLU MLP with gate_proj, up_proj, down_proj under prefix p. */
 static int
-hf_swiglu(dbuf__gen_t *g, const char *p, int64_t ffn)
+hf_swiglu(dbuf__gen_t *g, const char *p, int64_t ffn, bool expert)
 {
   const dbuf__model_cfg_t *c = g->cfg;
   int rc;
-  if ((rc = linear(g, p, "gate_proj", ffn, c->hidden, c->linear_bias)) ||
-      (rc = linear(g, p, "up_proj", ffn, c->hidden, c->linear_bias)))
+  if ((rc = linear(g, p, "gate_proj", ffn, c->hidden, c->linear_bias, COL(expert))) ||
+      (rc = linear(g, p, "up_proj", ffn, c->hidden, c->linear_bias, COL(expert))))
     return rc;
-  return linear(g, p, "down_proj", c->hidden, ffn, c->linear_bias);
+  return linear(g, p, "down_proj", c->hidden, ffn, c->linear_bias, ROW(expert));
 }
 
 /* MixtralSparseMoeBlock: gate, then experts.E.{w1, w2, w3}. */
@@ -282,20 +337,20 @@ hf_moe_mixtral(dbuf__gen_t *g, const char *lp)
 
   if ((rc = join_prefix(g, p, lp, "block_sparse_moe")) ||
       (rc = join_prefix(g, base, p, "experts")) ||
-      (rc = linear(g, p, "gate", c->experts, c->hidden, false)))
+      (rc = linear(g, p, "gate", c->experts, c->hidden, false, REPL)))
     return rc;
-  for (int64_t e = 0; e < c->experts; e++) {
+  for (int64_t e = 0; e < g->experts; e++) {
     if ((rc = index_prefix(g, ep, base, e)) ||
-        (rc = linear(g, ep, "w1", c->moe_ffn, c->hidden, false)) ||
-        (rc = linear(g, ep, "w2", c->hidden, c->moe_ffn, false)) ||
-        (rc = linear(g, ep, "w3", c->moe_ffn, c->hidden, false)))
+        (rc = linear(g, ep, "w1", c->moe_ffn, c->hidden, false, COL(1))) ||
+        (rc = linear(g, ep, "w2", c->hidden, c->moe_ffn, false, ROW(1))) ||
+        (rc = linear(g, ep, "w3", c->moe_ffn, c->hidden, false, COL(1))))
       return rc;
   }
   return 0;
 }
 
 /* DeepseekV3MoE: experts.E.*, gate (weight, e_score_correction_bias),
- * shared_experts (one MLP of moe_ffn * shared_experts). */
+ * shared_experts (one MLP of moe_ffn * shared_experts, split as a dense MLP). */
 static int
 hf_moe_deepseek(dbuf__gen_t *g, const char *lp)
 {
@@ -306,18 +361,18 @@ hf_moe_deepseek(dbuf__gen_t *g, const char *lp)
   if ((rc = join_prefix(g, p, lp, "mlp")) ||
       (rc = join_prefix(g, base, p, "experts")))
     return rc;
-  for (int64_t e = 0; e < c->experts; e++) {
+  for (int64_t e = 0; e < g->experts; e++) {
     if ((rc = index_prefix(g, ep, base, e)) ||
-        (rc = hf_swiglu(g, ep, c->moe_ffn)))
+        (rc = hf_swiglu(g, ep, c->moe_ffn, true)))
       return rc;
   }
-  if ((rc = emit(g, p, "gate", "weight", 2, c->experts, c->hidden)) ||
-      (rc = emit(g, p, "gate", "e_score_correction_bias", 1, c->experts, 0)))
+  if ((rc = emit(g, p, "gate", "weight", REPL, 2, c->experts, c->hidden)) ||
+      (rc = emit(g, p, "gate", "e_score_correction_bias", REPL, 1, c->experts, 0)))
     return rc;
   if (c->shared_experts > 0) {
     if ((rc = join_prefix(g, ep, p, "shared_experts")) != 0)
       return rc;
-    return hf_swiglu(g, ep, g->d.shared_ffn);
+    return hf_swiglu(g, ep, g->d.shared_ffn, false);
   }
   return 0;
 }
@@ -332,11 +387,19 @@ hf_ffn(dbuf__gen_t *g, const char *lp, int64_t layer)
   if (c->moe == DBUF__MOE_NONE || layer < c->first_dense) {
     if ((rc = join_prefix(g, p, lp, "mlp")) != 0)
       return rc;
-    return hf_swiglu(g, p, c->ffn);
+    return hf_swiglu(g, p, c->ffn, false);
   }
   if (c->moe == DBUF__MOE_MIXTRAL)
     return hf_moe_mixtral(g, lp);
   return hf_moe_deepseek(g, lp);
+}
+
+/* The output layer of the last stage: its own tensor unless tied, and under
+ * pipeline parallelism also when tied (Megatron keeps a copy there). */
+static bool
+has_output(const dbuf__gen_t *g)
+{
+  return g->last_stage && (!g->cfg->tied || (g->par != NULL && g->par->pp > 1));
 }
 
 static int
@@ -346,25 +409,58 @@ gen_hf(dbuf__gen_t *g)
   char lp[DBUF__NAME_MAX];
   int rc;
 
-  if ((rc = emit(g, "model.", "embed_tokens", "weight", 2, c->vocab,
+  if (g->first_stage &&
+      (rc = emit(g, "model.", "embed_tokens", "weight", DBUF_SPLIT_VOCAB, 2, c->vocab,
                  c->hidden)) != 0)
     return rc;
-  for (int64_t l = 0; l < c->layers; l++) {
+  for (int64_t l = g->first; l < g->first + g->nlayers; l++) {
     if ((rc = index_prefix(g, lp, "model.layers.", l)) ||
         (rc = hf_attention(g, lp)) || (rc = hf_ffn(g, lp, l)) ||
         (rc = norm(g, lp, "input_layernorm", c->hidden)) ||
         (rc = norm(g, lp, "post_attention_layernorm", c->hidden)))
       return rc;
   }
-  if ((rc = norm(g, "model.", "norm", c->hidden)) != 0)
+  if (g->last_stage && (rc = norm(g, "model.", "norm", c->hidden)) != 0)
     return rc;
-  if (!c->tied)
-    return emit(g, "", "lm_head", "weight", 2, c->vocab, c->hidden);
+  if (has_output(g))
+    return emit(g, "", "lm_head", "weight", DBUF_SPLIT_VOCAB, 2, c->vocab, c->hidden);
   return 0;
 }
 
 /* ---- Megatron-Core GPT family ------------------------------------------- */
 
+/* The embeddings of the first stage: word (vocabulary-parallel), then
+ * learned positions (replicated). */
+static int
+mcore_embedding(dbuf__gen_t *g)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  int rc;
+  if (!g->first_stage)
+    return 0;
+  if ((rc = emit(g, "embedding.", "word_embeddings", "weight", DBUF_SPLIT_VOCAB, 2, c->vocab,
+                 c->hidden)) != 0)
+    return rc;
+  if (c->max_pos > 0)
+    return emit(g, "embedding.", "position_embeddings", "weight", REPL, 2, c->max_pos,
+                c->hidden);
+  return 0;
+}
+
+/* The final norm and output layer of the last stage. */
+static int
+mcore_output(dbuf__gen_t *g)
+{
+  int rc;
+  if (g->last_stage && (rc = norm(g, "decoder.", "final_layernorm", g->cfg->hidden)) != 0)
+    return rc;
+  if (has_output(g))
+    return emit(g, "", "output_layer", "weight", DBUF_SPLIT_VOCAB, 2, g->cfg->vocab,
+                g->cfg->hidden);
+  return 0;
+}
+
+/* The local layer spec (the model's own names of gpt3-175b). */
 static int
 gen_mcore(dbuf__gen_t *g)
 {
@@ -374,36 +470,153 @@ gen_mcore(dbuf__gen_t *g)
   char lp[DBUF__NAME_MAX], ap[DBUF__NAME_MAX], mp[DBUF__NAME_MAX];
   int rc;
 
-  if ((rc = emit(g, "embedding.", "word_embeddings", "weight", 2, c->vocab,
-                 c->hidden)) != 0)
+  if ((rc = mcore_embedding(g)) != 0)
     return rc;
-  if (c->max_pos > 0 &&
-      (rc = emit(g, "embedding.", "position_embeddings", "weight", 2,
-                 c->max_pos, c->hidden)) != 0)
-    return rc;
-  for (int64_t l = 0; l < c->layers; l++) {
+  for (int64_t l = g->first; l < g->first + g->nlayers; l++) {
     if ((rc = index_prefix(g, lp, "decoder.layers.", l)) ||
         (rc = join_prefix(g, ap, lp, "self_attention")) ||
         (rc = join_prefix(g, mp, lp, "mlp")) ||
         (rc = norm(g, lp, "input_layernorm", c->hidden)) ||
-        (rc = linear(g, ap, "linear_proj", c->hidden, d->q_out,
-                     c->linear_bias)) ||
-        (rc = linear(g, ap, "linear_qkv", d->qkv_out, c->hidden, qkvb)) ||
+        (rc = linear(g, ap, "linear_proj", c->hidden, d->q_out, c->linear_bias, ROW(0))) ||
+        (rc = linear(g, ap, "linear_qkv", d->qkv_out, c->hidden, qkvb, COL(0))) ||
         (rc = norm(g, lp, "pre_mlp_layernorm", c->hidden)) ||
-        (rc = linear(g, mp, "linear_fc1", c->ffn, c->hidden, c->linear_bias)) ||
-        (rc = linear(g, mp, "linear_fc2", c->hidden, c->ffn, c->linear_bias)))
+        (rc = linear(g, mp, "linear_fc1", c->ffn, c->hidden, c->linear_bias, COL(0))) ||
+        (rc = linear(g, mp, "linear_fc2", c->hidden, c->ffn, c->linear_bias, ROW(0))))
       return rc;
   }
-  if ((rc = norm(g, "decoder.", "final_layernorm", c->hidden)) != 0)
+  return mcore_output(g);
+}
+
+/* ---- Megatron-Core names for every model (--naming megatron) ------------- */
+
+/* TELayerNormColumnParallelLinear: the norm over `in` fused in as
+ * layer_norm_weight (and layer_norm_bias), registered before the weight. */
+static int
+te_ln_linear(dbuf__gen_t *g, const char *p, const char *module, int64_t out, int64_t in,
+             bool bias, dbuf_split_t kind)
+{
+  int rc = emit(g, p, module, "layer_norm_weight", REPL, 1, in, 0);
+  if (rc == 0 && g->cfg->norm_bias)
+    rc = emit(g, p, module, "layer_norm_bias", REPL, 1, in, 0);
+  if (rc == 0)
+    rc = linear(g, p, module, out, in, bias, kind);
+  return rc;
+}
+
+/* Self-attention: linear_proj (registered by Attention first), then the
+ * fused linear_qkv (q, k, v interleaved per query group), or for MLA the
+ * duplicated down projections and the norm-fused up projections. */
+static int
+te_attention(dbuf__gen_t *g, const char *lp)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  const dbuf__dims_t *d = &g->d;
+  char ap[DBUF__NAME_MAX];
+  int rc;
+
+  if ((rc = join_prefix(g, ap, lp, "self_attention")) != 0)
     return rc;
-  if (!c->tied)
-    return emit(g, "", "output_layer", "weight", 2, c->vocab, c->hidden);
+  if (c->kv_lora_rank > 0) {
+    if ((rc = norm(g, lp, "input_layernorm", c->hidden)) ||
+        (rc = linear(g, ap, "linear_proj", c->hidden, d->mla_o_in, c->linear_bias, ROW(0))))
+      return rc;
+    if (c->q_lora_rank > 0) {
+      if ((rc = linear(g, ap, "linear_q_down_proj", c->q_lora_rank, c->hidden, false, REPL)) ||
+          (rc = te_ln_linear(g, ap, "linear_q_up_proj", d->mla_q_out, c->q_lora_rank, false,
+                             COL(0))))
+        return rc;
+    } else if ((rc = linear(g, ap, "linear_q_proj", d->mla_q_out, c->hidden, false,
+                            COL(0))) != 0) {
+      return rc;
+    }
+    if ((rc = linear(g, ap, "linear_kv_down_proj", d->mla_kv_a, c->hidden, false, REPL)) != 0)
+      return rc;
+    return te_ln_linear(g, ap, "linear_kv_up_proj", d->mla_kv_b, c->kv_lora_rank, false,
+                        COL(0));
+  }
+  if ((rc = linear(g, ap, "linear_proj", c->hidden, d->q_out, c->linear_bias, ROW(0))) != 0)
+    return rc;
+  return te_ln_linear(g, ap, "linear_qkv", d->qkv_out, c->hidden,
+                      c->qkv_bias || c->linear_bias, COL(0));
+}
+
+/* fc1 (gate and up fused for SwiGLU) and fc2 under prefix p. */
+static int
+te_mlp(dbuf__gen_t *g, const char *p, int64_t ffn, bool fused_norm)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  int64_t fc1 = c->gelu ? ffn : 2 * ffn;
+  dbuf_split_t k1 = c->gelu ? DBUF_SPLIT_COLUMN : DBUF_SPLIT_COLUMN_GLU;
+  int rc = fused_norm ? te_ln_linear(g, p, "linear_fc1", fc1, c->hidden, c->linear_bias, k1)
+                      : linear(g, p, "linear_fc1", fc1, c->hidden, c->linear_bias, k1);
+  if (rc == 0)
+    rc = linear(g, p, "linear_fc2", c->hidden, ffn, c->linear_bias, ROW(0));
+  return rc;
+}
+
+/* MoE layer: pre_mlp_layernorm, router (its expert bias is a buffer, not a
+ * parameter), the grouped-GEMM experts of this expert-parallel rank
+ * (linear_fc1.weightJ, then linear_fc2.weightJ), the shared experts. */
+static int
+te_moe(dbuf__gen_t *g, const char *lp)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  char mp[DBUF__NAME_MAX], xp[DBUF__NAME_MAX], sp[DBUF__NAME_MAX], leaf[32];
+  int rc;
+
+  if ((rc = norm(g, lp, "pre_mlp_layernorm", c->hidden)) ||
+      (rc = join_prefix(g, mp, lp, "mlp")) || (rc = join_prefix(g, xp, mp, "experts")) ||
+      (rc = emit(g, mp, "router", "weight", REPL, 2, c->experts, c->hidden)))
+    return rc;
+  for (int64_t j = 0; j < g->experts; j++) {
+    snprintf(leaf, sizeof leaf, "weight%lld", (long long)j);
+    if ((rc = emit(g, xp, "linear_fc1", leaf, DBUF_SPLIT_EXPERT_COLUMN_GLU, 2, 2 * c->moe_ffn,
+                   c->hidden)) != 0)
+      return rc;
+  }
+  for (int64_t j = 0; j < g->experts; j++) {
+    snprintf(leaf, sizeof leaf, "weight%lld", (long long)j);
+    if ((rc = emit(g, xp, "linear_fc2", leaf, ROW(1), 2, c->hidden, c->moe_ffn)) != 0)
+      return rc;
+  }
+  if (c->shared_experts > 0) {
+    if ((rc = join_prefix(g, sp, mp, "shared_experts")) != 0)
+      return rc;
+    return te_mlp(g, sp, g->d.shared_ffn, false);
+  }
   return 0;
+}
+
+static int
+gen_te(dbuf__gen_t *g)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  char lp[DBUF__NAME_MAX], mp[DBUF__NAME_MAX];
+  int rc;
+
+  if ((rc = mcore_embedding(g)) != 0)
+    return rc;
+  for (int64_t l = g->first; l < g->first + g->nlayers; l++) {
+    /* A stage names its layers from 0 (Megatron's local layer numbers). */
+    if ((rc = index_prefix(g, lp, "decoder.layers.", l - g->first)) ||
+        (rc = te_attention(g, lp)))
+      return rc;
+    if (c->moe != DBUF__MOE_NONE && l >= c->first_dense) {
+      rc = te_moe(g, lp);
+    } else if ((rc = join_prefix(g, mp, lp, "mlp")) == 0) {
+      rc = te_mlp(g, mp, c->ffn, true);
+    }
+    if (rc != 0)
+      return rc;
+  }
+  return mcore_output(g);
 }
 
 static int
 generate(dbuf__gen_t *g)
 {
+  if (g->par != NULL && g->par->naming == DBUF_NAMING_MEGATRON)
+    return gen_te(g);
   return g->cfg->naming == DBUF__NAMING_MCORE ? gen_mcore(g) : gen_hf(g);
 }
 
@@ -512,41 +725,164 @@ not_found(const char *name, dbuf_diag_t *diag)
                     "unknown model '%.64s' (built-in models: %s)", name, list);
 }
 
+static const dbuf__model_cfg_t *
+find_model(const char *name)
+{
+  for (int i = 0; i < DBUF__NMODELS; i++) {
+    if (strcmp(dbuf__models[i].name, name) == 0)
+      return &dbuf__models[i];
+  }
+  return NULL;
+}
+
+/* n / degree, or DBUF_EPARALLEL naming the model's setting and the option. */
+static int
+need_divisible(const dbuf__model_cfg_t *c, const char *setting, int64_t n, const char *opt,
+               int64_t degree, dbuf_diag_t *diag)
+{
+  if (n % degree != 0)
+    return dbuf__diag(diag, DBUF_EPARALLEL,
+                      "model %s: %s (%lld) is not divisible by %s %lld", c->name, setting,
+                      (long long)n, opt, (long long)degree);
+  return 0;
+}
+
+/*
+ * The settings Megatron-Core refuses before building a tensor (attention
+ * heads and query groups by tp, experts by ep, layers by pp), then the
+ * stage's layers and experts.  The remaining dims (FFN, expert FFN) are
+ * checked tensor by tensor as they are split, naming the tensor.
+ */
+static int
+setup_parallel(dbuf__gen_t *g, dbuf_diag_t *diag)
+{
+  const dbuf__model_cfg_t *c = g->cfg;
+  const dbuf_parallel_t *p = g->par;
+  dbuf_diag_t d;
+  int rc;
+
+  if ((rc = dbuf_parallel_check(p, diag)) != 0 ||
+      (rc = need_divisible(c, "num_attention_heads", c->heads, "--tp", p->tp, diag)) != 0)
+    return rc;
+  if (c->kv_lora_rank == 0 &&
+      (rc = need_divisible(c, "num_query_groups (key/value heads)", c->kv_heads, "--tp", p->tp,
+                           diag)) != 0)
+    return rc;
+  if (p->ep > 1 && c->moe == DBUF__MOE_NONE)
+    return dbuf__diag(diag, DBUF_EPARALLEL, "model %s has no experts: --ep %lld needs a MoE model",
+                      c->name, (long long)p->ep);
+  if (c->moe != DBUF__MOE_NONE &&
+      (rc = need_divisible(c, "num_experts", c->experts, "--ep", p->ep, diag)) != 0)
+    return rc;
+  if ((rc = dbuf_parallel_stage_layers(p, c->layers, &g->first, &g->nlayers, &d)) != 0)
+    return dbuf__diag(diag, rc, "model %s: %s", c->name, d.msg);
+  g->first_stage = p->stage == 0;
+  g->last_stage = p->stage == p->pp - 1;
+  g->experts = c->experts / p->ep;
+  return dbuf_parallel_pad_vocab(c->vocab, p->vocab_divisor, p->tp, &g->st.vocab_padded) == 0
+             ? 0
+             : dbuf__diag(diag, DBUF_EOVERFLOW, "model %s: the padded vocabulary overflows",
+                          c->name);
+}
+
+/* Generate model c (the whole model when par is NULL); t NULL: count only. */
+static int
+build(const dbuf__model_cfg_t *c, const dbuf_parallel_t *par, bool fill, dbuf__gen_t *g,
+      dbuf_diag_t *diag)
+{
+  int rc;
+  memset(g, 0, sizeof *g);
+  g->cfg = c;
+  g->diag = diag;
+  g->par = par;
+  g->nlayers = c->layers;
+  g->experts = c->experts;
+  g->first_stage = g->last_stage = true;
+  g->st.vocab_padded = c->vocab;
+  if ((rc = derive_dims(c, &g->d, diag)) != 0)
+    return rc;
+  if (par != NULL && (rc = setup_parallel(g, diag)) != 0)
+    return rc;
+  if ((rc = generate(g)) != 0) /* counting pass */
+    return rc;
+  g->st.first_layer = g->first;
+  g->st.nlayers = g->nlayers;
+  if (!fill)
+    return 0;
+  if ((rc = dbuf_tensors_create(&g->t)) != 0)
+    return dbuf__diag(diag, rc, "model %s: %s", c->name, dbuf_strerror(rc));
+  if ((rc = dbuf_tensors_reserve(g->t, g->count)) != 0) {
+    dbuf__diag(diag, rc, "model %s: reserving %lld tensors: %s", c->name,
+               (long long)g->count, dbuf_strerror(rc));
+    goto fail;
+  }
+  if ((rc = generate(g)) != 0)
+    goto fail;
+  return 0;
+fail:
+  dbuf_tensors_destroy(g->t);
+  g->t = NULL;
+  return rc;
+}
+
 int
 dbuf_model_build(const char *name, dbuf_tensors_t **out, dbuf_diag_t *diag)
 {
+  return dbuf_model_build_parallel(name, NULL, out, NULL, diag);
+}
+
+int
+dbuf_model_build_parallel(const char *name, const dbuf_parallel_t *par, dbuf_tensors_t **out,
+                          dbuf_parallel_stats_t *stats, dbuf_diag_t *diag)
+{
+  const dbuf__model_cfg_t *c;
   dbuf__gen_t g;
-  const dbuf__model_cfg_t *c = NULL;
   int rc;
 
   if (name == NULL || out == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  for (int i = 0; i < DBUF__NMODELS && c == NULL; i++) {
-    if (strcmp(dbuf__models[i].name, name) == 0)
-      c = &dbuf__models[i];
-  }
-  if (c == NULL)
+  if ((c = find_model(name)) == NULL)
     return not_found(name, diag);
-
-  memset(&g, 0, sizeof g);
-  g.cfg = c;
-  g.diag = diag;
-  if ((rc = derive_dims(c, &g.d, diag)) != 0)
+  if ((rc = build(c, par, true, &g, diag)) != 0)
     return rc;
-  if ((rc = generate(&g)) != 0) /* counting pass */
-    return rc;
-  if ((rc = dbuf_tensors_create(&g.t)) != 0)
-    return dbuf__diag(diag, rc, "model %s: %s", c->name, dbuf_strerror(rc));
-  if ((rc = dbuf_tensors_reserve(g.t, g.count)) != 0) {
-    dbuf__diag(diag, rc, "model %s: reserving %lld tensors: %s", c->name,
-               (long long)g.count, dbuf_strerror(rc));
-    goto fail;
+  if (stats != NULL) {
+    if (par == NULL) { /* the counting pass keeps statistics only when split */
+      memset(&g.st, 0, sizeof g.st);
+      g.st.nlayers = c->layers;
+      g.st.vocab_padded = c->vocab;
+      g.st.total = g.st.tp_split = dbuf_tensors_total(g.t);
+    }
+    *stats = g.st;
   }
-  if ((rc = generate(&g)) != 0)
-    goto fail;
   *out = g.t;
   return 0;
-fail:
-  dbuf_tensors_destroy(g.t);
-  return rc;
+}
+
+int
+dbuf_model_largest_stage(const char *name, const dbuf_parallel_t *par, int64_t *stage,
+                         dbuf_diag_t *diag)
+{
+  const dbuf__model_cfg_t *c;
+  dbuf_parallel_t p;
+  dbuf__gen_t g;
+  int64_t best = -1, best_total = -1;
+  int rc;
+
+  if (name == NULL || par == NULL || stage == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if ((c = find_model(name)) == NULL)
+    return not_found(name, diag);
+  if ((rc = dbuf_parallel_check(par, diag)) != 0)
+    return rc;
+  p = *par;
+  for (p.stage = 0; p.stage < p.pp; p.stage++) {
+    if ((rc = build(c, &p, false, &g, diag)) != 0)
+      return rc;
+    if (g.st.total > best_total) { /* ties: the first stage */
+      best_total = g.st.total;
+      best = p.stage;
+    }
+  }
+  *stage = best;
+  return 0;
 }
