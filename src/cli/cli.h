@@ -4,6 +4,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/parallel.h"
 #include "dbuf/report.h"
 #include "dbuf/tensors.h"
 
@@ -52,6 +53,10 @@ typedef struct cli_plan_opts {
   int64_t elem_size;        /* bytes per element of dtype */
   int64_t align_bytes;      /* --align-bytes N (0 = none) */
   dbuf_layout_params_t params;
+  dbuf_parallel_t par;      /* --tp, --pp, --ep, --expert-tp, --vocab-divisor,
+                               --pp-layers, --naming (built-in models only) */
+  const char *par_opt;      /* the first of those (or --stage) given, or NULL */
+  int64_t stage;            /* --stage S; -1: plan every stage, run the largest */
 } cli_plan_opts_t;
 
 /* Option codes of the shared planning options (>= 256). */
@@ -67,6 +72,14 @@ enum {
   CLI_OPT_DTYPE,
   CLI_OPT_ALIGN,
   CLI_OPT_RPN,
+  CLI_OPT_TP,
+  CLI_OPT_PP,
+  CLI_OPT_EP,
+  CLI_OPT_EXPERT_TP,
+  CLI_OPT_STAGE,
+  CLI_OPT_PP_LAYERS,
+  CLI_OPT_VOCAB_DIVISOR,
+  CLI_OPT_NAMING,
   CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
 };
 
@@ -81,7 +94,15 @@ enum {
       {"owners", required_argument, NULL, CLI_OPT_OWNERS},                     \
       {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                       \
       {"align-bytes", required_argument, NULL, CLI_OPT_ALIGN},                 \
-      {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN}
+      {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN},                \
+      {"tp", required_argument, NULL, CLI_OPT_TP},                             \
+      {"pp", required_argument, NULL, CLI_OPT_PP},                             \
+      {"ep", required_argument, NULL, CLI_OPT_EP},                             \
+      {"expert-tp", required_argument, NULL, CLI_OPT_EXPERT_TP},               \
+      {"stage", required_argument, NULL, CLI_OPT_STAGE},                       \
+      {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},               \
+      {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
+      {"naming", required_argument, NULL, CLI_OPT_NAMING}
 
 /* Help text of the shared planning options. */
 extern const char cli_plan_help[];
@@ -100,12 +121,16 @@ int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
 
 /*
  * Read the tensors named by the options (default: the built-in default
- * model) and build the layout.  digest (may be NULL) hashes the input bytes.
+ * model; with the parallel options, its stage o->stage, or the largest
+ * stage when -1) and build the layout.  digest (may be NULL) hashes the input bytes.
  * Returns 0 or CLI_EXIT_USAGE with the error printed as
  * "dbuf-shard: FILE:LINE: ...".
  */
 int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                      uint64_t *digest, char *what, size_t what_len);
+/* Stages a plan reports one block each: pp for a built-in model with --pp
+ * and no --stage, else 1. */
+int64_t cli_plan_stages(const cli_plan_opts_t *o);
 int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                      const char *what, dbuf_layout_t **out);
 

@@ -23,6 +23,9 @@ plan_usage(FILE *f)
           "                       [--block-size B] [--owners FILE|auto]\n"
           "                       [--dtype T] [--align-bytes N]\n"
           "                       [--ranks-per-node K]\n"
+          "                       [--tp N] [--pp N] [--pp-layers A,B,...] [--stage S]\n"
+          "                       [--ep N] [--expert-tp N] [--vocab-divisor N]\n"
+          "                       [--naming hf|megatron]\n"
           "                       [--format F] [--pieces] [-o OUT]\n"
           "Plan the global layout and report it (serial: no MPI).\n\n%s"
           "Output:\n"
@@ -118,6 +121,86 @@ append_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, si
   return take_stream(m, &out, &outlen, text, len);
 }
 
+/* Plan the tensors the options name and write the report in text/len. */
+static int
+plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const char *format,
+           unsigned flags, char **text, size_t *len)
+{
+  dbuf_tensors_t *t = NULL;
+  dbuf_layout_t *l = NULL;
+  dbuf_nodes_t *nodes = NULL;
+  dbuf_diag_t d;
+  char what[1024];
+  int rc, e;
+
+  if ((rc = cli_load_tensors(o, &t, NULL, what, sizeof what)) != 0 ||
+      (rc = cli_build_layout(o, t, what, &l)) != 0)
+    goto out;
+  if (o->ranks_per_node > 0) {
+    e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o->ranks_per_node,
+                                  o->elem_size, &nodes, &d);
+    if (e != 0) {
+      cli_err("node report: %s", d.msg);
+      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      goto out;
+    }
+  }
+  if (json) {
+    e = dbuf_layout_to_json(l, flags, text, len);
+    if (e == 0 && nodes != NULL)
+      e = append_nodes_json(l, nodes, text, len);
+    if (e != 0) {
+      cli_err("%s writing the layout", dbuf_strerror(e));
+      rc = CLI_EXIT_FAIL;
+    }
+  } else {
+    dbuf_report_opts_t ro;
+    cli_report_opts(o, what, &ro);
+    e = dbuf_report_write(l, rfmt, &ro, text, len, &d);
+    if (e != 0) {
+      cli_err("%s report: %s", format, d.msg);
+      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    } else if (nodes != NULL && (e = append_nodes_text(l, nodes, text, len)) != 0) {
+      cli_err("%s writing the node report", dbuf_strerror(e));
+      rc = CLI_EXIT_FAIL;
+    }
+  }
+out:
+  dbuf_nodes_destroy(nodes);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+  return rc;
+}
+
+/* Every stage of a pipeline, one block each: "stage S of P:" and its report,
+ * blocks separated by a blank line. */
+static int
+plan_stages(cli_plan_opts_t *o, int64_t nstages, dbuf_report_format_t rfmt, const char *format,
+            char **text, size_t *len)
+{
+  char *out = NULL, *block = NULL;
+  size_t outlen = 0, blen = 0;
+  int rc = 0;
+  FILE *m = open_memstream(&out, &outlen);
+  if (m == NULL)
+    return CLI_EXIT_FAIL;
+  for (int64_t s = 0; s < nstages && rc == 0; s++) {
+    o->stage = s;
+    if ((rc = plan_block(o, 0, rfmt, format, 0, &block, &blen)) == 0) {
+      fprintf(m, "%sstage %lld of %lld:\n", s ? "\n" : "", (long long)s, (long long)nstages);
+      fwrite(block, 1, blen, m);
+    }
+    free(block);
+    block = NULL;
+  }
+  o->stage = -1;
+  if (take_stream(m, &out, &outlen, text, len) != 0 && rc == 0) {
+    cli_err("out of memory writing the report");
+    rc = CLI_EXIT_FAIL;
+  }
+  return rc;
+}
+
 int
 cmd_plan(int argc, char **argv)
 {
@@ -132,13 +215,8 @@ cmd_plan(int argc, char **argv)
   const char *out = NULL, *format = "summary";
   unsigned flags = 0;
   int c, rc = CLI_EXIT_USAGE;
-  dbuf_tensors_t *t = NULL;
-  dbuf_layout_t *l = NULL;
-  dbuf_nodes_t *nodes = NULL;
   char *text = NULL;
-  size_t len;
-  dbuf_diag_t d;
-  char what[1024];
+  size_t len = 0;
 
   cli_plan_opts_init(&o);
   optind = 1;
@@ -189,50 +267,21 @@ cmd_plan(int argc, char **argv)
     cli_err("--ranks-per-node applies to --format summary, table, diagram and json");
     goto out;
   }
-  if ((rc = cli_load_tensors(&o, &t, NULL, what, sizeof what)) != 0 ||
-      (rc = cli_build_layout(&o, t, what, &l)) != 0)
+  int64_t nstages = cli_plan_stages(&o);
+  if (nstages > 1 && (json || rfmt == DBUF_REPORT_CSV || rfmt == DBUF_REPORT_SVG)) {
+    cli_err("--format %s writes one layout: give --stage S (0..%lld) with --pp %lld", format,
+            (long long)nstages - 1, (long long)nstages);
     goto out;
-  if (o.ranks_per_node > 0) {
-    int e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o.ranks_per_node,
-                                      o.elem_size, &nodes, &d);
-    if (e != 0) {
-      cli_err("node report: %s", d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
-      goto out;
-    }
   }
-
-  int e;
-  if (json) {
-    e = dbuf_layout_to_json(l, flags, &text, &len);
-    if (e == 0 && nodes != NULL)
-      e = append_nodes_json(l, nodes, &text, &len);
-    if (e != 0) {
-      cli_err("%s writing the layout", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
-      goto out;
-    }
-  } else {
-    dbuf_report_opts_t ro;
-    cli_report_opts(&o, what, &ro);
-    e = dbuf_report_write(l, rfmt, &ro, &text, &len, &d);
-    if (e != 0) {
-      cli_err("%s report: %s", format, d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
-      goto out;
-    }
-    if (nodes != NULL && (e = append_nodes_text(l, nodes, &text, &len)) != 0) {
-      cli_err("%s writing the node report", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
-      goto out;
-    }
-  }
+  if (nstages > 1)
+    rc = plan_stages(&o, nstages, rfmt, format, &text, &len);
+  else
+    rc = plan_block(&o, json, rfmt, format, flags, &text, &len);
+  if (rc != 0)
+    goto out;
   rc = cli_write_output(out, text, len);
 out:
   free(text);
-  dbuf_nodes_destroy(nodes);
-  dbuf_layout_destroy(l);
-  dbuf_tensors_destroy(t);
   cli_plan_opts_free(&o);
   return rc;
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "dbuf/models.h"
+#include "dbuf/parallel.h"
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 
@@ -29,7 +30,20 @@ const char cli_plan_help[] =
     "  --ranks-per-node K     plan: add the node report for nodes of K\n"
     "                         consecutive ranks, named node0, node1, ... (the\n"
     "                         last node has fewer ranks when K does not divide\n"
-    "                         dp); run: ignored, the launcher places the ranks\n";
+    "                         dp); run: ignored, the launcher places the ranks\n"
+    "Model parallelism (--model only; the tensors of one data-parallel group on\n"
+    "tensor-parallel rank 0 and expert-parallel rank 0 of one pipeline stage):\n"
+    "  --tp N                 tensor-parallel degree (default 1)\n"
+    "  --pp N                 pipeline stages (default 1), layers split evenly\n"
+    "  --pp-layers A,B,...    decoder layers of each stage (uneven split)\n"
+    "  --stage S              the stage, 0 .. pp-1 (plan: default every stage,\n"
+    "                         one block each; run: default the largest)\n"
+    "  --ep N                 expert-parallel degree (default 1)\n"
+    "  --expert-tp N          expert tensor-parallel degree (default: --tp)\n"
+    "  --vocab-divisor N      pad the vocabulary to a multiple of N x tp\n"
+    "                         (default 128)\n"
+    "  --naming hf|megatron   the model's own names (default), or Megatron-Core's\n"
+    "                         names and fused shapes (Transformer Engine spec)\n";
 
 /* CLI dtype names onto the safetensors dtype table of the core. */
 static const struct {
@@ -48,6 +62,38 @@ cli_plan_opts_init(cli_plan_opts_t *o)
   dbuf_layout_params_init(&o->params);
   o->dtype = "bf16";
   o->elem_size = 2;
+  dbuf_parallel_init(&o->par);
+  o->stage = -1;
+}
+
+/* --pp-layers A,B,C: every value >= 1. */
+static int
+parse_pp_layers(cli_plan_opts_t *o, const char *arg)
+{
+  const char *p = arg;
+  int64_t n = 0;
+  char num[32];
+  for (;;) {
+    size_t k = strcspn(p, ",");
+    if (n == DBUF_PARALLEL_MAX_PP) {
+      cli_err("--pp-layers: more than %d stages", DBUF_PARALLEL_MAX_PP);
+      return CLI_OPT_BAD;
+    }
+    if (k >= sizeof num) {
+      cli_err("--pp-layers: '%.*s' is not an integer", (int)k, p);
+      return CLI_OPT_BAD;
+    }
+    memcpy(num, p, k);
+    num[k] = '\0';
+    if (cli_parse_i64("pp-layers", num, 1, INT_MAX, &o->par.pp_layers[n]) != 0)
+      return CLI_OPT_BAD;
+    n++;
+    if (p[k] == '\0')
+      break;
+    p += k + 1;
+  }
+  o->par.npp_layers = n;
+  return 1;
 }
 
 void
@@ -55,6 +101,50 @@ cli_plan_opts_free(cli_plan_opts_t *o)
 {
   free(o->safetensors);
   o->safetensors = NULL;
+}
+
+/* The model-parallel options; 0 if c is none of them. */
+static int
+parallel_opt(cli_plan_opts_t *o, int c, const char *arg)
+{
+  static const struct {
+    int code;
+    const char *name;
+  } names[] = {{CLI_OPT_TP, "tp"},       {CLI_OPT_PP, "pp"},
+               {CLI_OPT_EP, "ep"},       {CLI_OPT_EXPERT_TP, "expert-tp"},
+               {CLI_OPT_STAGE, "stage"}, {CLI_OPT_PP_LAYERS, "pp-layers"},
+               {CLI_OPT_VOCAB_DIVISOR, "vocab-divisor"}, {CLI_OPT_NAMING, "naming"}};
+  const char *name = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (names[i].code == c)
+      name = names[i].name;
+  }
+  if (name == NULL)
+    return 0;
+  if (o->par_opt == NULL)
+    o->par_opt = name;
+  switch (c) {
+  case CLI_OPT_TP:
+    return cli_parse_i64(name, arg, 1, INT_MAX, &o->par.tp) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_PP:
+    return cli_parse_i64(name, arg, 1, DBUF_PARALLEL_MAX_PP, &o->par.pp) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_EP:
+    return cli_parse_i64(name, arg, 1, INT_MAX, &o->par.ep) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_EXPERT_TP:
+    return cli_parse_i64(name, arg, 1, INT_MAX, &o->par.expert_tp) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_STAGE:
+    return cli_parse_i64(name, arg, 0, DBUF_PARALLEL_MAX_PP - 1, &o->stage) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_VOCAB_DIVISOR:
+    return cli_parse_i64(name, arg, 1, INT_MAX, &o->par.vocab_divisor) ? CLI_OPT_BAD : 1;
+  case CLI_OPT_PP_LAYERS:
+    return parse_pp_layers(o, arg);
+  default: /* CLI_OPT_NAMING */
+    if (dbuf_naming_parse(arg, &o->par.naming) != 0) {
+      cli_err("--naming: '%s' is not hf or megatron", arg);
+      return CLI_OPT_BAD;
+    }
+    return 1;
+  }
 }
 
 int
@@ -128,7 +218,7 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
     o->ranks_per_node = v;
     return 1;
   default:
-    return 0;
+    return parallel_opt(o, c, arg);
   }
 }
 
@@ -178,6 +268,42 @@ load_order(const char *path, char ***names, int64_t *n)
   return 0;
 }
 
+int64_t
+cli_plan_stages(const cli_plan_opts_t *o)
+{
+  int built_in = o->shapes == NULL && o->nsafetensors == 0;
+  return built_in && o->par_opt != NULL && o->stage < 0 ? o->par.pp : 1;
+}
+
+/* The tensors of one stage of a built-in model under the parallel options. */
+static int
+load_parallel(const cli_plan_opts_t *o, const char *model, dbuf_tensors_t **out, char *what,
+              size_t what_len)
+{
+  dbuf_parallel_t p = o->par;
+  dbuf_parallel_stats_t st;
+  dbuf_diag_t d;
+  int rc = 0;
+  if (o->stage >= 0)
+    p.stage = o->stage;
+  else
+    rc = dbuf_model_largest_stage(model, &p, &p.stage, &d);
+  if (rc == 0)
+    rc = dbuf_model_build_parallel(model, &p, out, &st, &d);
+  if (rc != 0) {
+    cli_err("%s", d.msg);
+    return rc == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+  }
+  snprintf(what, what_len,
+           "model %s, tp %lld, pp %lld stage %lld (layers %lld-%lld), ep %lld, expert tp "
+           "%lld, vocab %lld, %s names",
+           model, (long long)p.tp, (long long)p.pp, (long long)p.stage,
+           (long long)st.first_layer, (long long)(st.first_layer + st.nlayers - 1),
+           (long long)p.ep, (long long)dbuf_parallel_expert_tp(&p), (long long)st.vocab_padded,
+           dbuf_naming_name(p.naming));
+  return 0;
+}
+
 int
 cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                  uint64_t *digest, char *what, size_t what_len)
@@ -190,6 +316,10 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   }
   if (o->order != NULL && o->nsafetensors == 0) {
     cli_err("--order applies to --safetensors only");
+    return CLI_EXIT_USAGE;
+  }
+  if (o->par_opt != NULL && (o->shapes != NULL || o->nsafetensors > 0)) {
+    cli_err("--%s applies to the built-in models (--model) only", o->par_opt);
     return CLI_EXIT_USAGE;
   }
   if (o->shapes != NULL) {
@@ -230,6 +360,8 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   }
   const char *model = o->model ? o->model : DBUF_MODEL_DEFAULT;
   snprintf(what, what_len, "model %s", model);
+  if (o->par_opt != NULL)
+    return load_parallel(o, model, out, what, what_len);
   if (dbuf_model_build(model, out, &d) != 0) {
     cli_err("--model: %s", d.msg);
     return CLI_EXIT_USAGE;
