@@ -139,6 +139,28 @@ int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
 void cli_report_opts(const cli_plan_opts_t *o, const char *source,
                      dbuf_report_opts_t *ro);
 
+/* Name of a violation kind ("range", "cut", ...), as verify prints it. */
+const char *cli_violation_name(int kind);
+
+/* Lines for people, one per problem ("KIND: message"). */
+typedef struct cli_problems {
+  char **line;
+  int64_t n, cap;
+} cli_problems_t;
+void cli_problems_free(cli_problems_t *p);
+
+/*
+ * --layout-file: read a layout JSON file that must have nranks segments and
+ * check every invariant.  Returns 0 and *out; CLI_EXIT_USAGE (unreadable,
+ * not the schema, another dp_size: printed); or CLI_EXIT_FAIL with every
+ * violation in probs (the first printed) or another failure (printed).
+ * digest (may be NULL) hashes the file's bytes.
+ */
+int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,
+                         cli_problems_t *probs, uint64_t *digest);
+/* The digest of a file's bytes (for --check-inputs); 0 or CLI_EXIT_USAGE. */
+int cli_file_digest(const char *path, uint64_t *digest);
+
 int cmd_plan(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

@@ -37,7 +37,8 @@ enum {
   OPT_NO_MATERIALIZE,
   OPT_CHECK_INPUTS,
   OPT_REPORT,
-  OPT_QUIET
+  OPT_QUIET,
+  OPT_LAYOUT_FILE
 };
 
 #define SAMPLE_ROWS 8 /* rows per rank that rank 0 spot-checks */
@@ -51,7 +52,13 @@ run_usage(FILE *f)
           "and prove that every row is owned exactly once.  With no options: the model\n"
           "%s, bf16, padded, dp = the number of ranks.\n\n%s"
           "  (run: --dp must be the rank count or a multiple of it; rank r then holds\n"
-          "   the dp/N consecutive segments [r dp/N, (r+1) dp/N))\n"
+          "   the dp/N consecutive segments [r dp/N, (r+1) dp/N); with --tp/--pp every\n"
+          "   rank is one data-parallel rank of one model-parallel group)\n"
+          "Trainer's layout:\n"
+          "  --layout-file FILE     rank 0 reads this layout JSON (as 'plan --format\n"
+          "                         json' writes it) instead of planning; its dp_size\n"
+          "                         must be the rank count; a broken layout is FAIL\n"
+          "                         with every problem listed\n"
           "Memory:\n"
           "  --membind P            local (default): the NUMA nodes of the CPU binding;\n"
           "                         node:N, interleave, or none (first touch)\n"
@@ -78,7 +85,40 @@ typedef struct {
   dbuf_bind_t bind;
   int lock, materialize, check_inputs, quiet;
   const char *report;
+  const char *layout_file; /* --layout-file FILE: instead of planning */
 } run_opts_t;
+
+/* --layout-file replaces the input and planning options. */
+static int
+layout_file_conflict(const run_opts_t *o)
+{
+  const cli_plan_opts_t *p = &o->plan;
+  dbuf_layout_params_t def;
+  const char *other = NULL;
+  if (o->layout_file == NULL)
+    return 0;
+  dbuf_layout_params_init(&def);
+  if (p->shapes != NULL)
+    other = "--shapes";
+  else if (p->model != NULL)
+    other = "--model";
+  else if (p->nsafetensors > 0)
+    other = "--safetensors";
+  else if (p->dp_set)
+    other = "--dp";
+  else if (p->owners != NULL)
+    other = "--owners";
+  else if (p->params.kind != def.kind)
+    other = "--layout";
+  else if (p->params.block_size != def.block_size)
+    other = "--block-size";
+  else if (p->par_opt != NULL)
+    other = p->par_opt;
+  if (other == NULL)
+    return 0;
+  cli_err("--layout-file replaces planning: drop %s%s", other[0] == '-' ? "" : "--", other);
+  return CLI_EXIT_USAGE;
+}
 
 /* Returns 0, or CLI_EXIT_USAGE (printed; quiet ranks print nothing), or -1 for --help. */
 static int
@@ -94,6 +134,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       {"check-inputs", no_argument, NULL, OPT_CHECK_INPUTS},
       {"report", required_argument, NULL, OPT_REPORT},
       {"quiet", no_argument, NULL, 'q'},
+      {"layout-file", required_argument, NULL, OPT_LAYOUT_FILE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   dbuf_diag_t d;
@@ -137,6 +178,9 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     case 'q':
       o->quiet = 1;
       break;
+    case OPT_LAYOUT_FILE:
+      o->layout_file = optarg;
+      break;
     case 'h':
       return -1;
     default: /* ':' missing value, '?' unknown option */
@@ -156,7 +200,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     cli_err("--report: give a file name (the text report goes to stdout)");
     return CLI_EXIT_USAGE;
   }
-  return 0;
+  return layout_file_conflict(o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -340,6 +384,25 @@ agree_exit(dbuf_comm_t *ctx, int code)
   return -g;
 }
 
+/* Rank 0, --layout-file with a broken layout: every problem on stdout and
+ * in the --report JSON (the exit code stays 1 on every rank). */
+static void
+report_problems(const run_opts_t *o, int size, const cli_problems_t *probs)
+{
+  run_summary_t s = {.nranks = size, .problems = probs->n, .message = probs->line[0],
+                     .problem_lines = probs->line, .nproblem_lines = probs->n};
+  run_report_problems_text(stdout, o->layout_file, &s);
+  fflush(stdout);
+  if (o->report != NULL) {
+    char *json = run_report_problems_json(o->layout_file, &s);
+    if (json == NULL)
+      cli_err("%s: out of memory writing the report", o->report);
+    else
+      cli_write_output(o->report, json, strlen(json));
+    free(json);
+  }
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -354,6 +417,7 @@ cmd_run(int argc, char **argv)
   dbuf_nodes_t *nodes = NULL;
   run_rank_rec_t rec, *recs = NULL;
   run_timings_t tm;
+  cli_problems_t probs = {NULL, 0, 0};
   dbuf_diag_t d;
   dbuf_verdict_t vs, vd;
   char what[1024] = "";
@@ -426,12 +490,17 @@ cmd_run(int argc, char **argv)
   double t0 = MPI_Wtime();
   if (rank == 0) {
     cli_prog = "dbuf-shard: rank 0";
-    rc = cli_load_tensors(&o.plan, &t, &in_digest, what, sizeof what);
-    if (rc == 0)
-      rc = cli_build_layout(&o.plan, t, what, &planned);
+    if (o.layout_file != NULL) {
+      snprintf(what, sizeof what, "layout file %s", o.layout_file);
+      rc = cli_layout_file_load(o.layout_file, size, &planned, &probs, &in_digest);
+    } else {
+      rc = cli_load_tensors(&o.plan, &t, &in_digest, what, sizeof what);
+      if (rc == 0)
+        rc = cli_build_layout(&o.plan, t, what, &planned);
+    }
     cli_prog = "dbuf-shard";
     if (rc != 0)
-      root_rc = rc == CLI_EXIT_USAGE ? DBUF_EPARSE : DBUF_ENOMEM;
+      root_rc = rc == CLI_EXIT_USAGE ? DBUF_EPARSE : probs.n > 0 ? DBUF_ELAYOUT : DBUF_ENOMEM;
   }
   tm.plan = MPI_Wtime() - t0;
 
@@ -443,6 +512,8 @@ cmd_run(int argc, char **argv)
     if (rank == 0 && root_rc == 0) /* rank 0 printed its own input error already */
       cli_err("%s", d.msg);
     code = rc == DBUF_EPARSE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+    if (rank == 0 && probs.n > 0)
+      report_problems(&o, size, &probs);
     goto done;
   }
 
@@ -450,7 +521,9 @@ cmd_run(int argc, char **argv)
     int readable = 1;
     if (rank != 0) {
       dbuf_tensors_t *mine = NULL;
-      readable = cli_load_tensors(&o.plan, &mine, &in_digest, what, sizeof what) == 0;
+      readable = o.layout_file != NULL
+                     ? cli_file_digest(o.layout_file, &in_digest) == 0
+                     : cli_load_tensors(&o.plan, &mine, &in_digest, what, sizeof what) == 0;
       dbuf_tensors_destroy(mine);
     }
     if ((rc = dbuf_comm_check_inputs(ctx, in_digest, readable, &d)) != 0) {
@@ -627,6 +700,7 @@ cmd_run(int argc, char **argv)
   code = agree_exit(ctx, code);
 
 done:
+  cli_problems_free(&probs);
   dbuf_nodes_destroy(nodes);
   free(recs);
   dbuf_seg_free(seg);

@@ -50,6 +50,12 @@ static const char *const viol_names[] = {
     NULL,    "range", "bounds", "overlap", "align", "cut",
     "unequal", "split", "gap",  "block",   "chunk"};
 
+const char *
+cli_violation_name(int kind)
+{
+  return kind >= DBUF_VIOL_RANGE && kind <= DBUF_VIOL_CHUNK ? viol_names[kind] : "invalid";
+}
+
 typedef struct {
   const char *file;  /* the layout file, as named */
   const char *what;  /* the tensor list compared with */
@@ -61,10 +67,7 @@ static int
 on_violation(const dbuf_violation_t *v, void *arg)
 {
   vstate_t *s = arg;
-  const char *k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_CHUNK
-                      ? viol_names[v->kind]
-                      : "invalid";
-  printf("%s: %s: %s\n", s->file, k, v->msg);
+  printf("%s: %s: %s\n", s->file, cli_violation_name(v->kind), v->msg);
   s->count++;
   return 0;
 }

@@ -212,6 +212,23 @@ pos_json(const dbuf_layout_t *l, int64_t t, int64_t row)
                    (json_int_t)row);
 }
 
+static char *dump_doc(json_t *doc);
+
+/* Every problem known on rank 0: the listed lines, else the agreed first
+ * problem of a failed verification, else none. */
+static json_t *
+problems_json(const run_summary_t *s)
+{
+  json_t *a = json_array();
+  if (s->nproblem_lines > 0) {
+    for (int64_t i = 0; i < s->nproblem_lines; i++)
+      json_array_append_new(a, json_string(s->problem_lines[i]));
+  } else if (!s->pass && s->message != NULL && s->message[0] != '\0') {
+    json_array_append_new(a, json_string(s->message));
+  }
+  return a;
+}
+
 char *
 run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_rec_t *recs,
                 const dbuf_nodes_t *n, const run_timings_t *t)
@@ -252,15 +269,44 @@ run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_r
   }
   json_t *nodes = cli_nodes_json(l, n);
   json_t *doc = json_pack(
-      "{s:s, s:i, s:s, s:I, s:s, s:o, s:s, s:b, s:o, s:O, s:O, s:{s:f, s:f, s:f, s:f, s:f, "
-      "s:f}}",
-      "format", "dbuf-shard-report", "version", 1, "verdict", s->pass ? "PASS" : "FAIL",
-      "problems", (json_int_t)s->problems, "message", s->message ? s->message : "", "plan", plan,
+      "{s:s, s:i, s:s, s:o, s:I, s:s, s:o, s:s, s:b, s:o, s:O, s:O, s:{s:f, s:f, s:f, s:f, "
+      "s:f, s:f}}",
+      "format", "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict",
+      s->pass ? "PASS" : "FAIL", "problems", problems_json(s), "problem_count",
+      (json_int_t)s->problems, "message", s->message ? s->message : "", "plan", plan,
       "membind", s->membind, "materialize", s->materialize, "ranks", ranks, "nodes",
       json_object_get(nodes, "nodes"), "crossing", json_object_get(nodes, "crossing"),
       "timings", "plan", t->plan, "broadcast", t->broadcast, "validate", t->validate,
       "materialize", t->materialize, "verify", t->verify, "total", t->total);
   json_decref(nodes);
+  return dump_doc(doc);
+}
+
+char *
+run_report_problems_json(const char *source, const run_summary_t *s)
+{
+  json_t *doc = json_pack("{s:s, s:i, s:s, s:o, s:I, s:s, s:s, s:i}", "format",
+                          "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict", "FAIL",
+                          "problems", problems_json(s), "problem_count", (json_int_t)s->problems,
+                          "message", s->message ? s->message : "", "layout_file", source,
+                          "ranks", s->nranks);
+  return dump_doc(doc);
+}
+
+void
+run_report_problems_text(FILE *f, const char *source, const run_summary_t *s)
+{
+  for (int64_t i = 0; i < s->nproblem_lines; i++)
+    fprintf(f, "%s: %s\n", source, s->problem_lines[i]);
+  fprintf(f, "FAIL: %s breaks the layout invariants (%" PRId64 " problem%s); nothing was "
+             "materialized on the %d ranks\n",
+          source, s->problems, s->problems == 1 ? "" : "s", s->nranks);
+}
+
+/* The report document as indented text ending in a newline; takes doc. */
+static char *
+dump_doc(json_t *doc)
+{
   if (doc == NULL)
     return NULL;
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -45,7 +45,13 @@ typedef struct run_summary {
   int pass;
   int64_t problems;
   const char *message;      /* the agreed first problem, or "" */
+  char *const *problem_lines; /* every problem, when known (--layout-file) */
+  int64_t nproblem_lines;
 } run_summary_t;
+
+/* Version of the report JSON (2: "problems" is the array of problems,
+ * "problem_count" their number). */
+#define RUN_REPORT_VERSION 2
 
 /* The node report as text (nodes, then tensors crossing node boundaries). */
 void cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n);
@@ -64,5 +70,10 @@ int run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
 char *run_report_json(const dbuf_layout_t *l, const run_summary_t *s,
                       const run_rank_rec_t *recs, const dbuf_nodes_t *n,
                       const run_timings_t *t);
+
+/* The report of a --layout-file run stopped by a broken layout: every
+ * problem line of s (JSON: malloc'd text, or NULL). */
+char *run_report_problems_json(const char *source, const run_summary_t *s);
+void run_report_problems_text(FILE *f, const char *source, const run_summary_t *s);
 
 #endif
