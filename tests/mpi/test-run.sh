@@ -66,8 +66,8 @@ check_run() {
     fail "$name: exit $CODE: $ERR"
     return
   fi
-  jq_is "$T/report.json" '[.verdict, .problems, .plan.size, .plan.dp, .plan.layout]' \
-    "$(jq -c --arg k "$kind" '["PASS", 0, .size, .dp_size, $k]' "$T/plan.json")" "$name: verdict and plan"
+  jq_is "$T/report.json" '[.verdict, .problem_count, .problems, .plan.size, .plan.dp, .plan.layout]' \
+    "$(jq -c --arg k "$kind" '["PASS", 0, [], .size, .dp_size, $k]' "$T/plan.json")" "$name: verdict and plan"
   # Rank r holds segments [r per, (r+1) per): its offset and end from the plan.
   jq_is "$T/report.json" '[.ranks[] | [.rank, .offset, .end, .elements, .verify, .materialized]]' \
     "$(jq -c --argjson per "$per" --argjson np "$np" \
@@ -199,7 +199,7 @@ for f in shift:2 stale:1 corrupt:3 shift:0 stale:0; do
   else
     fail "fault $f: stderr '$ERR'"
   fi
-  jq_is "$T/fault.json" "[.verdict, (.problems > 0), (.ranks[$r].verify != \"ok\")]" '["FAIL", true, true]' \
+  jq_is "$T/fault.json" "[.verdict, (.problem_count > 0), (.problems | length == 1), (.ranks[$r].verify != \"ok\")]" '["FAIL", true, true, true]' \
     "fault $f: report says FAIL and names the rank"
 done
 for kind in padded tensor; do
