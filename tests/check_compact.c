@@ -228,9 +228,9 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* A compact layout with a whole spare stripe after its last tensor is
- * reported (GAP), while the same offsets as padded are fine. */
-START_TEST(test_validate_tail)
+/* The padded checks apply to compact layouts read back: a layout is valid
+ * or not the same way under both kinds. */
+START_TEST(test_validate_compact)
 {
   static const int64_t sh[][3] = {{2, 1, 4}};
   dbuf_tensors_t *t = make_tensors(1, sh);
@@ -245,9 +245,13 @@ START_TEST(test_validate_tail)
   const int64_t range2[] = {0, 8};
   ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_COMPACT, 2, 1, 4, 16,
                                           off, range2, NULL, &l, &d), 0);
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, &nv, &d), 0);
+  dbuf_layout_destroy(l);
+  const int64_t range4[] = {0, 6}; /* unequal segments, not chunk multiples */
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_COMPACT, 2, 1, 4, 16,
+                                          off, range4, NULL, &l, &d), 0);
   ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, &nv, &d), DBUF_ELAYOUT);
-  ck_assert_int_eq(nv, 1);
-  ck_assert_ptr_nonnull(strstr(d.msg, "after its last tensor"));
+  ck_assert_ptr_nonnull(strstr(d.msg, "rank 0: segment of 6 elements is not a multiple of chunk 4"));
   dbuf_layout_destroy(l);
   ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_PADDED, 2, 1, 4, 16,
                                           off, range2, NULL, &l, &d), 0);
@@ -423,6 +427,148 @@ START_TEST(test_zoo_compact)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Node-aware packing                                                   */
+
+/*
+ * Tensors crossing a node boundary of nodes of k consecutive ranks, and
+ * their elements; *share gets the node span the builder promises to keep
+ * tensors within (equal segments: k x segment; unpadded: k x size / dp).
+ * Computed from the offsets and the rank range alone.
+ */
+static int64_t
+crossing(const dbuf_layout_t *l, int k, int64_t *elems, int64_t *small, int64_t *share)
+{
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
+  int nranks = dbuf_layout_nranks(l);
+  int64_t count = 0, sz = dbuf_layout_size(l);
+  *share = dbuf_layout_kind(l) == DBUF_LAYOUT_UNPADDED ? (int64_t)((__int128)sz * k / nranks)
+                                                       : range[1] * k;
+  *elems = *small = 0;
+  for (int64_t i = 0; i < dbuf_tensors_count(t); i++) {
+    int64_t n = dbuf_tensors_numel(t, i), cuts = 0;
+    for (int r = k; r < nranks; r += k)
+      cuts += range[r] > off[i] && range[r] < off[i] + n;
+    if (cuts > 0) {
+      count++;
+      *elems += n;
+      *small += n <= *share;
+    }
+  }
+  return count;
+}
+
+/*
+ * Hand case, unpadded, dp 4, node size 2: t0 [6,1], t1 [3,1], t2 [3,1]
+ * (12 elements back to back at 0, 6, 9).  Ideal cuts 3, 6, 9; the node cut
+ * (rank 2) is at 6, between t0 and t1: nothing moves.  With t0 [5,1] and
+ * t1 [4,1] (at 5), t2 [3,1] (at 9): the node cut 6 is inside t1 [5, 9),
+ * 1 from its start: it moves to 5; rank 1's cut 3 stays (<= 5), rank 3's
+ * cut 9 stays.  Node share 6 >= 4.
+ */
+START_TEST(test_hand_node_unpadded)
+{
+  static const int64_t sh[][3] = {{2, 5, 1}, {2, 4, 1}, {2, 3, 1}};
+  dbuf_tensors_t *t = make_tensors(3, sh);
+  dbuf_layout_t *l = build(t, DBUF_LAYOUT_UNPADDED, 4, 1, 0, 0);
+  ck_assert_int_eq(dbuf_layout_range(l)[2], 6);
+  dbuf_layout_destroy(l);
+  l = build(t, DBUF_LAYOUT_UNPADDED, 4, 1, 0, 2);
+  static const int64_t want[] = {0, 3, 5, 9, 12};
+  for (int r = 0; r <= 4; r++)
+    ck_assert_int_eq(dbuf_layout_range(l)[r], want[r]);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/*
+ * Hand case, compact, dp 4, node size 2: t0 [5,1], t1 [4,1], t2 [2,1],
+ * t3 [1,1] (all unit 1, chunk 1, logical 12, bound 12).  Each node reserves
+ * the sum of the distinct units, 1.  Segments of 3 (node span 6, room 5):
+ * first fit, largest first, puts t0 in node 0, t1 in node 1, and t2 (2)
+ * finds no room: 2 elements left over, so the segment grows by their share
+ * rounded to the chunk, 1: segments of 4 (span 8, room 7): t0 and t2 in
+ * node 0, t1 and t3 in node 1.  Inside a node by unit, then id: t0 at 0,
+ * t2 at 5; node 1 starts at 8: t1 at 8, t3 at 12.  Size 16.
+ */
+START_TEST(test_hand_node_compact)
+{
+  static const int64_t sh[][3] = {{2, 5, 1}, {2, 4, 1}, {2, 2, 1}, {2, 1, 1}};
+  dbuf_tensors_t *t = make_tensors(4, sh);
+  dbuf_layout_t *l = build(t, DBUF_LAYOUT_COMPACT, 4, 1, 0, 2);
+  static const int64_t want[] = {0, 8, 5, 12};
+  expect_offsets(l, 4, want);
+  ck_assert_int_eq(dbuf_layout_size(l), 16);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_random_nodes)
+{
+  static const dbuf_layout_kind_t kinds[] = {DBUF_LAYOUT_PADDED, DBUF_LAYOUT_COMPACT,
+                                             DBUF_LAYOUT_UNPADDED};
+  rng_state = 0xabcdef987654321ULL + (uint64_t)_i * 0x9e3779b97f4a7c15ULL;
+  for (int iter = 0; iter < 200; iter++) {
+    int64_t block = 1 + (int64_t)(rng() % 2);
+    int k = 2 + (int)(rng() % 3);
+    int nranks = k + 1 + (int)(rng() % 10);
+    dbuf_tensors_t *t = random_tensors(block, (int)(rng() % 2), 60);
+    for (int j = 0; j < 3; j++) {
+      dbuf_layout_t *l = build(t, kinds[j], nranks, block, 0, k);
+      int64_t elems, small, share;
+      check_owned_once(l);
+      crossing(l, k, &elems, &small, &share);
+      ck_assert_msg(small == 0, "iter %d kind %d: %lld tensors within a node span %lld cross",
+                    iter, (int)kinds[j], (long long)small, (long long)share);
+      dbuf_layout_destroy(l);
+    }
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
+/*
+ * Issue 11 targets with node size 8 at dp 64 and 1024: no tensor within a
+ * node's span crosses a node boundary, and the buffer grows by under 1%.
+ * Prints the before/after figures of the README.
+ */
+START_TEST(test_zoo_nodes)
+{
+  static const dbuf_layout_kind_t kinds[] = {DBUF_LAYOUT_PADDED, DBUF_LAYOUT_COMPACT,
+                                             DBUF_LAYOUT_UNPADDED};
+  static const int dps[] = {64, 1024};
+  printf("| model | dp | kind | crossing before | crossing after | padding before | "
+         "padding after |\n");
+  for (int m = 0; m < NZOO; m++) {
+    dbuf_tensors_t *t = load_zoo(zoo[m]);
+    int64_t logical = dbuf_tensors_total(t);
+    for (int d = 0; d < 2; d++) {
+      for (int j = 0; j < 3; j++) {
+        dbuf_layout_t *b = build(t, kinds[j], dps[d], 1, 0, 0);
+        dbuf_layout_t *a = build(t, kinds[j], dps[d], 1, 0, 8);
+        int64_t eb, ea, sb, sa, shb, sha;
+        int64_t cb = crossing(b, 8, &eb, &sb, &shb), ca = crossing(a, 8, &ea, &sa, &sha);
+        int64_t zb = dbuf_layout_size(b), za = dbuf_layout_size(a);
+        ck_assert_msg(sa == 0, "%s dp %d kind %d: %lld small tensors cross", zoo[m], dps[d],
+                      (int)kinds[j], (long long)sa);
+        if ((za - zb) * 100 >= zb)
+          printf("OVER 1%%: ");
+        printf("| %s | %d | %s | %lld (%lld small) | %lld | %.4f%% | %.4f%% |\n", zoo[m],
+               dps[d], dbuf_layout_kind_name(kinds[j]), (long long)cb, (long long)sb,
+               (long long)ca, 100.0 * (double)(zb - logical) / (double)zb,
+               100.0 * (double)(za - logical) / (double)za);
+        dbuf_layout_destroy(a);
+        dbuf_layout_destroy(b);
+      }
+    }
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
 static Suite *
 compact_suite(void)
 {
@@ -434,15 +580,19 @@ compact_suite(void)
   tcase_add_test(tc, test_hand_block);
   tcase_add_test(tc, test_hand_empty);
   tcase_add_test(tc, test_errors);
-  tcase_add_test(tc, test_validate_tail);
+  tcase_add_test(tc, test_validate_compact);
+  tcase_add_test(tc, test_hand_node_unpadded);
+  tcase_add_test(tc, test_hand_node_compact);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_random_compact, 0, 4);
+  tcase_add_loop_test(tc, test_random_nodes, 0, 4);
   suite_add_tcase(s, tc);
   tc = tcase_create("zoo");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_zoo_compact);
+  tcase_add_test(tc, test_zoo_nodes);
   suite_add_tcase(s, tc);
   return s;
 }

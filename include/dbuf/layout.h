@@ -156,9 +156,7 @@ typedef enum dbuf_violation_kind {
   DBUF_VIOL_CUT,         /**< a rank cut inside a row (block) of a tensor */
   DBUF_VIOL_UNEQUAL,     /**< segments not equal (PADDED, COMPACT) */
   DBUF_VIOL_SPLIT,       /**< TENSOR tensor not inside one segment, or wrong owner */
-  DBUF_VIOL_GAP,         /**< padding where the kind promises none (UNPADDED,
-                              TENSOR), or COMPACT with chunk x nranks or more
-                              padding after its last tensor */
+  DBUF_VIOL_GAP,         /**< padding where the kind promises none */
   DBUF_VIOL_BLOCK,       /**< dim 0 not divisible by block_size */
   DBUF_VIOL_CHUNK        /**< chunk size is not the LCM, or segments not multiples of it */
 } dbuf_violation_kind_t;

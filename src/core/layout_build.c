@@ -722,13 +722,15 @@ dbuf_layout_build(const dbuf_tensors_t *tensors, const dbuf_layout_params_t *p,
   switch (p->kind) {
   case DBUF_LAYOUT_PADDED:
     if (p->node_size > 1 && p->nranks > p->node_size)
-      return dbuf__layout_build_padded_nodes(tensors, p, out, diag);
+      return dbuf__layout_build_node_packed(tensors, p, out, diag);
     return dbuf__layout_build_padded(tensors, p, out, diag);
   case DBUF_LAYOUT_UNPADDED:
     return build_unpadded(tensors, p, out, diag);
   case DBUF_LAYOUT_TENSOR:
     return build_tensor(tensors, p, out, diag);
   case DBUF_LAYOUT_COMPACT:
+    if (p->node_size > 1 && p->nranks > p->node_size)
+      return dbuf__layout_build_node_packed(tensors, p, out, diag);
     return dbuf__layout_build_compact(tensors, p, out, diag);
   default:
     return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)p->kind);

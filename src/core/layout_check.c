@@ -209,18 +209,6 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     }
   }
 
-  /* Compact: less than one chunk x nranks stripe after the last tensor. */
-  if (l->kind == DBUF_LAYOUT_COMPACT && ranges_good && !c.stop) {
-    int64_t stripe;
-    if (!dbuf__mul(l->chunk_size, l->nranks, &stripe) && stripe > 0 &&
-        l->size - max_end >= stripe)
-      report(&c, DBUF_VIOL_GAP, -1, -1, -1, max_end, l->size - max_end,
-             "compact layout has %lld padding elements after its last tensor "
-             "(ends at %lld); it promises fewer than chunk x dp = %lld",
-             (long long)(l->size - max_end), (long long)max_end,
-             (long long)stripe);
-  }
-
   /* Unpadded and tensor layouts have no padding at all. */
   if (!dbuf__layout_chunked(l->kind) && logical != l->size && !c.stop) {
     int64_t cursor = 0, at = -1;

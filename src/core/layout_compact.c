@@ -13,7 +13,6 @@
  * tensor i falls after a whole number of rows (blocks) of it.  Nothing here
  * needs a tensor to start on a chunk boundary or a partner tensor to fill
  * its last chunk, which is all the padded layout's conjugates are for.
- * The same argument holds for node boundaries, which are cuts too.
  *
  * The packing.  Tensors with the same unit form a class, kept in id order.
  * The "ordered" pass walks a cursor p from 0 and places, each step, the
@@ -31,14 +30,9 @@
  * Should both miss the bound and the padded layout's tensors end earlier
  * (never seen on the model zoo; see the README), its offsets are taken:
  * they satisfy every compact invariant, so compact never pads more than
- * padded.  Not with an alignment or node_size, which padded ignores.
+ * padded.  Not with an alignment, which padded ignores.
  *
- * Node-aware packing (node_size K): nodes own runs of K segments, so node
- * boundaries are the multiples of B = K x S.  A tensor of at most B
- * elements that would straddle one is moved to the boundary after the gap
- * before it is filled.  B depends on S, which depends on the packing: the
- * packing starts from S at the lower bound and is redone with the larger S
- * it produced until S stops growing (a few rounds; capped).
+ * With node_size, padded and compact are built by layout_node_pack.c.
  */
 #include "core_internal.h"
 #include "layout_internal.h"
@@ -48,8 +42,7 @@
 
 enum {
   WINDOW = 16,     /* classes examined for a gap-free tensor */
-  FILL_PROBES = 8, /* fillers tried below the best-fitting one */
-  NODE_ROUNDS = 8  /* re-packings for node_size */
+  FILL_PROBES = 8  /* fillers tried below the best-fitting one */
 };
 
 typedef struct {
@@ -72,7 +65,6 @@ typedef struct {
   char *placed;       /* [n] */
   int64_t *heap;      /* [ncls] class indices, min-heap on the next id */
   int64_t nheap;
-  int64_t node;       /* B, or 0 without node-aware packing */
   int64_t *off;       /* the offsets being written */
   int64_t p;          /* the cursor */
   dbuf_diag_t *diag;
@@ -181,7 +173,7 @@ out:
 
 /* Forget every placement: before each pass. */
 static void
-pack_reset(pack_t *ps, int64_t node, int64_t *off)
+pack_reset(pack_t *ps, int64_t *off)
 {
   memset(ps->placed, 0, (size_t)ps->n);
   for (int64_t k = 0; k <= ps->m; k++)
@@ -190,7 +182,6 @@ pack_reset(pack_t *ps, int64_t node, int64_t *off)
     ps->cls[c].head = ps->cls[c].begin;
   for (int64_t i = 0; i < ps->n; i++)
     off[i] = 0; /* empty tensors stay at 0, a multiple of every unit */
-  ps->node = node;
   ps->off = off;
   ps->p = 0;
   ps->nheap = 0;
@@ -259,17 +250,7 @@ fill_gap(pack_t *ps, int64_t end)
   }
 }
 
-/* The next node boundary strictly after x (node > 0), or INT64_MAX. */
-static int64_t
-next_boundary(const pack_t *ps, int64_t x)
-{
-  int64_t nb;
-  if (dbuf__mul(x / ps->node + 1, ps->node, &nb))
-    return INT64_MAX;
-  return nb;
-}
-
-/* Place tensor id at the cursor: align, keep it inside a node, fill gaps. */
+/* Place tensor id at the cursor: align, fill the gap. */
 static int
 place(pack_t *ps, int64_t id)
 {
@@ -279,23 +260,8 @@ place(pack_t *ps, int64_t id)
   mark_placed(ps, id);
   if (dbuf__round_up(ps->p, u, &at) || dbuf__add(at, numel, &end))
     goto overflow;
-  if (ps->node > 0 && numel <= ps->node) {
-    int64_t nb = next_boundary(ps, at);
-    if (end > nb) { /* it would straddle nb: fill up to nb, start after it */
-      fill_gap(ps, nb);
-      ps->p = nb;
-      if (dbuf__round_up(nb, u, &at) || dbuf__add(at, numel, &end))
-        goto overflow;
-    }
-  }
-  if (at > ps->p) {
-    int64_t gap_end = at;
-    if (ps->node > 0) {
-      int64_t nb = next_boundary(ps, ps->p);
-      gap_end = nb < at ? nb : at;
-    }
-    fill_gap(ps, gap_end);
-  }
+  if (at > ps->p)
+    fill_gap(ps, at);
   ps->off[id] = at;
   ps->p = end;
   return 0;
@@ -408,104 +374,6 @@ pass_grouped(pack_t *ps)
   return 0;
 }
 
-/*
- * One node-aware pass over the padded layout base: its tensors in offset
- * order, each shifted by the same multiple of the chunk as the tensor before
- * it (so every offset keeps its alignment and padded's gaps stay as they
- * are), except that a tensor of at most B elements that would straddle a
- * node boundary moves past it by the least multiple of the chunk, after the
- * space before the boundary is filled with the largest unplaced tensors.
- */
-static int
-pass_padded_nodes(pack_t *ps, const dbuf_layout_t *base)
-{
-  int64_t shift = 0, chunk = base->chunk_size;
-  for (int64_t k = 0; k < base->n; k++) {
-    int64_t id = base->order[k], numel = dbuf_tensors_numel(ps->t, id), at, end;
-    if (ps->placed[id])
-      continue;
-    if (dbuf__add(base->offsets[id], shift, &at) || dbuf__add(at, numel, &end))
-      goto overflow;
-    if (numel == 0) {
-      ps->off[id] = at;
-      continue;
-    }
-    mark_placed(ps, id);
-    if (numel <= ps->node) {
-      int64_t nb = next_boundary(ps, at), delta;
-      if (end > nb) {
-        fill_gap(ps, nb);
-        if (dbuf__round_up(nb - at, chunk, &delta) || dbuf__add(shift, delta, &shift) ||
-            dbuf__add(at, delta, &at) || dbuf__add(at, numel, &end))
-          goto overflow;
-      }
-    }
-    ps->off[id] = at;
-    if (end > ps->p)
-      ps->p = end;
-  }
-  return 0;
-overflow:
-  return dbuf__diag(ps->diag, DBUF_EOVERFLOW, "node-aware padded buffer overflows 64 bits");
-}
-
-int
-dbuf__layout_build_padded_nodes(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
-                                dbuf_layout_t **out, dbuf_diag_t *diag)
-{
-  dbuf_layout_t *base = NULL;
-  dbuf_layout_params_t pp = *p;
-  int64_t n = dbuf_tensors_count(t), *off = NULL, *range = NULL, seg, size, stripe;
-  pack_t ps;
-  int rc;
-
-  memset(&ps, 0, sizeof ps);
-  pp.node_size = 0;
-  if ((rc = dbuf__layout_build_padded(t, &pp, &base, diag)) != 0)
-    return rc;
-  if ((rc = pack_init(&ps, t, &pp, diag)) != 0)
-    goto fail;
-  if ((off = dbuf__mallocn(n, sizeof *off)) == NULL) {
-    rc = DBUF_ENOMEM;
-    goto fail;
-  }
-  stripe = base->chunk_size * p->nranks; /* divides base->size: no overflow */
-  seg = base->size / p->nranks;
-  for (int round = 0;; round++) {
-    int64_t node;
-    if (dbuf__mul(seg, p->node_size, &node)) {
-      rc = dbuf__diag(diag, DBUF_EOVERFLOW, "node span overflows 64 bits");
-      goto fail;
-    }
-    pack_reset(&ps, node, off);
-    if ((rc = pass_padded_nodes(&ps, base)) != 0)
-      goto fail;
-    if (dbuf__round_up(ps.p, stripe, &size)) {
-      rc = DBUF_EOVERFLOW;
-      goto fail;
-    }
-    if (size / p->nranks <= seg || round + 1 == NODE_ROUNDS)
-      break;
-    seg = size / p->nranks;
-  }
-  if ((rc = dbuf__layout_segments(ps.p, base->chunk_size, p->nranks, &range, &size)) != 0)
-    goto fail;
-  rc = dbuf__layout_assemble(t, DBUF_LAYOUT_PADDED, p->nranks, p->block_size,
-                             base->chunk_size, size, off, range, NULL, out);
-  off = NULL;
-  if (rc != 0)
-    dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
-fail:
-  if (rc == DBUF_ENOMEM && diag && diag->code == 0)
-    dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
-  else if (rc == DBUF_EOVERFLOW && diag && diag->code == 0)
-    dbuf__diag(diag, rc, "node-aware padded buffer overflows 64 bits");
-  pack_free(&ps);
-  dbuf_layout_destroy(base);
-  free(off);
-  return rc;
-}
-
 /* Replace *off by the padded layout's offsets when its tensors end earlier. */
 static int
 take_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
@@ -536,7 +404,7 @@ int
 dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
                            dbuf_layout_t **out, dbuf_diag_t *diag)
 {
-  int64_t n = dbuf_tensors_count(t), chunk, stripe, bound, seg, node = 0;
+  int64_t n = dbuf_tensors_count(t), chunk, stripe, bound;
   int64_t *off = NULL, *alt = NULL, *range = NULL, size, end;
   pack_t ps;
   int rc;
@@ -560,42 +428,25 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
     goto fail;
   }
 
-  seg = bound / p->nranks;
-  for (int round = 0;; round++) {
-    if (p->node_size > 1 && p->nranks > p->node_size &&
-        dbuf__mul(seg, p->node_size, &node)) {
-      rc = dbuf__diag(diag, DBUF_EOVERFLOW, "node span overflows 64 bits");
+  pack_reset(&ps, off);
+  if ((rc = pass_ordered(&ps)) != 0)
+    goto fail;
+  end = ps.p;
+  if (end > bound && ps.m > 0) {
+    int64_t ordered_end = end;
+    pack_reset(&ps, alt);
+    if ((rc = pass_grouped(&ps)) != 0)
       goto fail;
+    if (ps.p < ordered_end) {
+      int64_t *tmp = off;
+      off = alt;
+      alt = tmp;
+      end = ps.p;
     }
-    pack_reset(&ps, node, off);
-    if ((rc = pass_ordered(&ps)) != 0)
-      goto fail;
-    end = ps.p;
-    if (end > bound && ps.m > 0) {
-      int64_t ordered_end = end;
-      pack_reset(&ps, node, alt);
-      if ((rc = pass_grouped(&ps)) != 0)
-        goto fail;
-      if (ps.p < ordered_end) {
-        int64_t *tmp = off;
-        off = alt;
-        alt = tmp;
-        end = ps.p;
-      }
-    }
-    if (end > bound && ps.m > 0 && node == 0 && p->align_elems <= 1 &&
-        (rc = take_padded(t, p, &off, &end, diag)) != 0)
-      goto fail;
-    if (dbuf__round_up(end, stripe, &size)) {
-      rc = DBUF_EOVERFLOW;
-      goto fail;
-    }
-    /* Node boundaries were drawn for segments of seg elements. */
-    if (node == 0 || size / p->nranks <= seg || round + 1 == NODE_ROUNDS)
-      break;
-    seg = size / p->nranks;
-    bound = size;
   }
+  if (end > bound && ps.m > 0 && p->align_elems <= 1 &&
+      (rc = take_padded(t, p, &off, &end, diag)) != 0)
+    goto fail;
 
   if ((rc = dbuf__layout_segments(end, chunk, p->nranks, &range, &size)) != 0)
     goto fail;

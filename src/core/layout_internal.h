@@ -54,11 +54,11 @@ int dbuf__layout_build_padded(const dbuf_tensors_t *t,
                               const dbuf_layout_params_t *p,
                               dbuf_layout_t **out, dbuf_diag_t *diag);
 
-/* Padded with node_size > 1 (layout_compact.c): the padded layout, then
- * node-aware packing. */
-int dbuf__layout_build_padded_nodes(const dbuf_tensors_t *t,
-                                    const dbuf_layout_params_t *p,
-                                    dbuf_layout_t **out, dbuf_diag_t *diag);
+/* Padded and compact with node_size > 1 and more ranks than one node
+ * (layout_node_pack.c); params already checked. */
+int dbuf__layout_build_node_packed(const dbuf_tensors_t *t,
+                                   const dbuf_layout_params_t *p,
+                                   dbuf_layout_t **out, dbuf_diag_t *diag);
 
 /* The compact builder (layout_compact.c); params already checked. */
 int dbuf__layout_build_compact(const dbuf_tensors_t *t,
