@@ -80,6 +80,7 @@ enum {
   CLI_OPT_PP_LAYERS,
   CLI_OPT_VOCAB_DIVISOR,
   CLI_OPT_NAMING,
+  CLI_OPT_NODE_SIZE,
   CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
 };
 
@@ -102,7 +103,8 @@ enum {
       {"stage", required_argument, NULL, CLI_OPT_STAGE},                       \
       {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},               \
       {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
-      {"naming", required_argument, NULL, CLI_OPT_NAMING}
+      {"naming", required_argument, NULL, CLI_OPT_NAMING},                     \
+      {"node-size", required_argument, NULL, CLI_OPT_NODE_SIZE}
 
 /* Help text of the shared planning options. */
 extern const char cli_plan_help[];
