@@ -35,6 +35,10 @@ verify_usage(FILE *f)
           "  --model NAME           a built-in model (see 'dbuf-shard models')\n"
           "  --safetensors FILE...  checkpoint headers, or one index .json\n"
           "  --order FILE           tensor order for --safetensors\n"
+          "  --tp, --pp, --pp-layers, --stage, --ep, --expert-tp, --vocab-divisor,\n"
+          "  --naming               with --model: compare with the tensors of one\n"
+          "                         model-parallel rank, as 'plan' lays them out\n"
+          "                         (--stage default: the largest stage)\n"
           "  -h, --help             this help\n\n"
           "Output on stdout: one line per problem, 'LAYOUT: KIND: message', with\n"
           "KIND one of range, bounds, overlap, align, cut, unequal, split, gap,\n"
@@ -122,6 +126,14 @@ cmd_verify(int argc, char **argv)
       {"model", required_argument, NULL, CLI_OPT_MODEL},
       {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},
       {"order", required_argument, NULL, CLI_OPT_ORDER},
+      {"tp", required_argument, NULL, CLI_OPT_TP},
+      {"pp", required_argument, NULL, CLI_OPT_PP},
+      {"ep", required_argument, NULL, CLI_OPT_EP},
+      {"expert-tp", required_argument, NULL, CLI_OPT_EXPERT_TP},
+      {"stage", required_argument, NULL, CLI_OPT_STAGE},
+      {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},
+      {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},
+      {"naming", required_argument, NULL, CLI_OPT_NAMING},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;
@@ -169,7 +181,7 @@ cmd_verify(int argc, char **argv)
     goto out;
   }
   const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
-  int compare = o.shapes != NULL || o.model != NULL || o.nsafetensors > 0;
+  int compare = o.shapes != NULL || o.model != NULL || o.nsafetensors > 0 || o.par_opt != NULL;
   if (!compare && o.order != NULL) {
     cli_err("--order applies to --safetensors only");
     goto out;

@@ -369,8 +369,12 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   }
   const char *model = o->model ? o->model : DBUF_MODEL_DEFAULT;
   snprintf(what, what_len, "model %s", model);
-  if (o->par_opt != NULL)
-    return load_parallel(o, model, out, what, what_len);
+  if (o->par_opt != NULL) {
+    int rc = load_parallel(o, model, out, what, what_len);
+    if (rc == 0 && digest) /* the model and every parallel setting */
+      *digest = dbuf_hash64(what, strlen(what), 0);
+    return rc;
+  }
   if (dbuf_model_build(model, out, &d) != 0) {
     cli_err("--model: %s", d.msg);
     return CLI_EXIT_USAGE;

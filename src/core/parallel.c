@@ -4,6 +4,7 @@
  * generators (models.c) say which rule each tensor follows.
  */
 #include "dbuf/parallel.h"
+#include "dbuf/tensors.h"
 #include "core_internal.h"
 
 #include <string.h>
@@ -124,7 +125,8 @@ dbuf_parallel_split(const dbuf_parallel_t *p, dbuf_split_t kind, const char *nam
 {
   int64_t et, pad = 0, half;
   int rc = 0;
-  if (p == NULL || name == NULL || dims == NULL || local == NULL || ndim < 1 || ndim > 16)
+  if (p == NULL || name == NULL || dims == NULL || local == NULL || ndim < 1 ||
+      ndim > DBUF_MAX_DIMS)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or bad dim count");
   et = dbuf_parallel_expert_tp(p);
   memcpy(local, dims, (size_t)ndim * sizeof *local);

@@ -5,6 +5,7 @@
 # FSDP1's flat parameter of llama-3.2-1b at W = 8 cuts rows, and verify must
 # name exactly the rows that an independent computation (awk, below) finds.
 set -u
+export PYTHONDONTWRITEBYTECODE=1 # never write into the source tree (read-only in distcheck)
 command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
 . "$(dirname "$0")/lib.sh"
 SRC=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -139,4 +139,17 @@ printf 'a 4x4\n' >"$T/a.shapes"
 bad "--tp applies to the built-in models (--model) only" --shapes "$T/a.shapes" --tp 2
 bad "--naming applies to the built-in models (--model) only" --shapes "$T/a.shapes" --naming megatron
 
+# verify compares a layout with one model-parallel rank's tensors: the plan
+# of stage 1 matches itself and not stage 0 (other names and shapes).
+"$DBUF" plan --model llama-3.1-8b --tp 2 --pp 2 --stage 1 --dp 4 --naming megatron --format json \
+  >"$T/s1.json"
+run verify "$T/s1.json" --model llama-3.1-8b --tp 2 --pp 2 --naming megatron
+expect_code 0 "verify: stage 1 against the largest stage"
+expect_out_has "names, order and shapes match model llama-3.1-8b, tp 2, pp 2 stage 1 (layers 16-31)" \
+  "verify: names the stage"
+run verify "$T/s1.json" --model llama-3.1-8b --tp 2 --pp 2 --stage 0 --naming megatron
+expect_code 1 "verify: stage 1 against stage 0 fails"
+expect_out_has "$T/s1.json: missing: tensor embedding.word_embeddings.weight (64128x4096) of model llama-3.1-8b" \
+  "verify: the embedding of stage 0 is missing"
+
 finish

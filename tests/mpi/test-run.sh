@@ -109,7 +109,7 @@ else
   diff "$T/run-summary" "$T/plan-summary"
 fi
 jq_is "$T/default.json" '[.format, .version, .verdict, .plan.layout, .plan.dp, .plan.dtype, (.ranks | length), ([.ranks[].bytes] | add)]' \
-  '["dbuf-shard-report", 1, "PASS", "padded", 8, "bf16", 8, 2471755776]' "default: report"
+  '["dbuf-shard-report", 2, "PASS", "padded", 8, "bf16", 8, 2471755776]' "default: report"
 jq_is "$T/default.json" '[.ranks[] | .materialized and .pages_on_node != null and .gbps > 0] | all' 'true' \
   "default: every rank materialized, located its pages and timed its fill"
 jq_is "$T/default.json" '.timings | [.plan, .broadcast, .validate, .materialize, .verify, .total] | map(. >= 0) | all' \
