@@ -86,7 +86,7 @@ main(int argc, char **argv)
          (long long)n, (long long)dbuf_tensors_total(t), best_read * 1e3);
   printf("%-9s %6s %10s %10s %10s %10s %12s\n", "layout", "dp", "build_ms",
          "valid_ms", "pieces_ms", "stats_ms", "build_ns/t");
-  for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_TENSOR; kind++) {
+  for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_COMPACT; kind++) {
     double tb = 1e30, tv = 1e30, tp = 1e30, ts = 1e30;
     for (int r = 0; r < repeat; r++) {
       dbuf_layout_params_t p;

@@ -22,7 +22,7 @@ plan_usage(FILE *f)
           "                       [--dp N] [--layout padded|unpadded|tensor|compact]\n"
           "                       [--block-size B] [--owners FILE|auto]\n"
           "                       [--dtype T] [--align-bytes N]\n"
-          "                       [--ranks-per-node K]\n"
+          "                       [--ranks-per-node K] [--node-size K]\n"
           "                       [--tp N] [--pp N] [--pp-layers A,B,...] [--stage S]\n"
           "                       [--ep N] [--expert-tp N] [--vocab-divisor N]\n"
           "                       [--naming hf|megatron]\n"
@@ -121,6 +121,100 @@ append_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, si
   return take_stream(m, &out, &outlen, text, len);
 }
 
+/* Crossing tensors, their bytes and the padding of a layout's node report. */
+typedef struct {
+  int64_t crossing, bytes, padding;
+} node_fig_t;
+
+static int
+node_figures(const dbuf_layout_t *l, const dbuf_nodes_t *n, int64_t elem_size,
+             node_fig_t *f)
+{
+  int64_t elems = 0;
+  f->crossing = dbuf_nodes_ncrossing(n);
+  for (int64_t i = 0; i < f->crossing; i++) {
+    dbuf_node_crossing_t cr;
+    dbuf_nodes_crossing(n, i, &cr);
+    elems += dbuf_tensors_numel(dbuf_layout_tensors(l), cr.tensor); /* <= total */
+  }
+  f->padding = dbuf_layout_size(l) - dbuf_tensors_total(dbuf_layout_tensors(l));
+  return __builtin_mul_overflow(elems, elem_size, &f->bytes) ? DBUF_EOVERFLOW : 0;
+}
+
+/*
+ * With --node-size: the node figures of the layout built without it
+ * ("before") and with it ("after"), as text lines or as a JSON member
+ * inserted before the closing brace of the layout file.
+ */
+static int
+append_node_packing(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char *what,
+                    const dbuf_layout_t *l, const dbuf_nodes_t *n, int json, char **text,
+                    size_t *len)
+{
+  static const char end[] = "\n}\n";
+  cli_plan_opts_t ob = *o;
+  dbuf_layout_t *lb = NULL;
+  dbuf_nodes_t *nb = NULL;
+  node_fig_t b, a;
+  dbuf_diag_t d;
+  char *out = NULL;
+  size_t outlen = 0;
+  int rc;
+
+  ob.params.node_size = 0;
+  if ((rc = cli_build_layout(&ob, t, what, &lb)) != 0)
+    return rc;
+  if (dbuf_nodes_create_blocked(lb, dbuf_layout_nranks(lb), (int)o->ranks_per_node,
+                                o->elem_size, &nb, &d) != 0 ||
+      node_figures(lb, nb, o->elem_size, &b) != 0 ||
+      node_figures(l, n, o->elem_size, &a) != 0) {
+    cli_err("node report: %s", d.msg);
+    rc = CLI_EXIT_USAGE;
+    goto out;
+  }
+  FILE *m = open_memstream(&out, &outlen);
+  if (m == NULL) {
+    rc = CLI_EXIT_FAIL;
+    goto out;
+  }
+  if (json) {
+    if (*len < sizeof end - 1 || strcmp(*text + *len - (sizeof end - 1), end) != 0) {
+      fclose(m);
+      free(out);
+      rc = CLI_EXIT_FAIL;
+      goto out;
+    }
+    fwrite(*text, 1, *len - (sizeof end - 1), m);
+    fprintf(m,
+            ",\n  \"node_packing\": {\"node_size\": %d, \"crossing_before\": %lld, "
+            "\"crossing_after\": %lld, \"crossing_bytes_before\": %lld, "
+            "\"crossing_bytes_after\": %lld, \"padding_before\": %lld, "
+            "\"padding_after\": %lld}%s",
+            o->params.node_size, (long long)b.crossing, (long long)a.crossing,
+            (long long)b.bytes, (long long)a.bytes, (long long)b.padding,
+            (long long)a.padding, end);
+  } else {
+    char x[32], y[32];
+    fwrite(*text, 1, *len, m);
+    fprintf(m, "Node-aware packing (--node-size %d), without -> with:\n",
+            o->params.node_size);
+    fprintf(m, "  tensors crossing node boundaries: %lld -> %lld\n", (long long)b.crossing,
+            (long long)a.crossing);
+    fprintf(m, "  bytes crossing node boundaries:   %s -> ", dbuf_report_bytes(x, sizeof x, b.bytes));
+    fprintf(m, "%s\n", dbuf_report_bytes(y, sizeof y, a.bytes));
+    fprintf(m, "  padding elements:                 %s -> ", dbuf_report_count(x, sizeof x, b.padding));
+    fprintf(m, "%s (%+.4f%% of the buffer without)\n", dbuf_report_count(y, sizeof y, a.padding),
+            dbuf_layout_size(lb) > 0 ? 100.0 * (double)(a.padding - b.padding) /
+                                           (double)dbuf_layout_size(lb)
+                                     : 0.0);
+  }
+  rc = take_stream(m, &out, &outlen, text, len) == 0 ? 0 : CLI_EXIT_FAIL;
+out:
+  dbuf_nodes_destroy(nb);
+  dbuf_layout_destroy(lb);
+  return rc;
+}
+
 /* Plan the tensors the options name and write the report in text/len. */
 static int
 plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const char *format,
@@ -165,6 +259,8 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
       rc = CLI_EXIT_FAIL;
     }
   }
+  if (rc == 0 && nodes != NULL && o->params.node_size > 0)
+    rc = append_node_packing(o, t, what, l, nodes, json, text, len);
 out:
   dbuf_nodes_destroy(nodes);
   dbuf_layout_destroy(l);
@@ -267,6 +363,10 @@ cmd_plan(int argc, char **argv)
     cli_err("--ranks-per-node applies to --format summary, table, diagram and json");
     goto out;
   }
+  if (o.params.node_size > 0 && o.ranks_per_node == 0 &&
+      (json || rfmt == DBUF_REPORT_SUMMARY || rfmt == DBUF_REPORT_TABLE ||
+       rfmt == DBUF_REPORT_DIAGRAM))
+    o.ranks_per_node = o.params.node_size; /* the node report shows its effect */
   int64_t nstages = cli_plan_stages(&o);
   if (nstages > 1 && (json || rfmt == DBUF_REPORT_CSV || rfmt == DBUF_REPORT_SVG)) {
     cli_err("--format %s writes one layout: give --stage S (0..%lld) with --pp %lld", format,

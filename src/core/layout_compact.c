@@ -58,9 +58,10 @@ typedef struct {
   int64_t *cls_ids;   /* [m] sorted by (unit, id) */
   pclass_t *cls;      /* [ncls] by unit ascending */
   int64_t ncls;
-  int64_t *fill_ids;  /* [m] sorted by (numel, id) */
-  int64_t *fill_pos;  /* [n] position in fill_ids + 1, 0 for empty tensors */
-  int64_t *fill_up;   /* [m + 1] union-find over positions + 1: the largest
+  int64_t *fill_ids;  /* [nfill] tensors below the largest unit, by (numel, id) */
+  int64_t nfill;
+  int64_t *fill_pos;  /* [n] position in fill_ids + 1, 0 for the others */
+  int64_t *fill_up;   /* [nfill + 1] union-find over positions + 1: the largest
                          unplaced position + 1 at or below, 0 for none */
   char *placed;       /* [n] */
   int64_t *heap;      /* [ncls] class indices, min-heap on the next id */
@@ -155,16 +156,24 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     }
     ps->cls[ps->ncls - 1].end = k + 1;
   }
+  /* Fillers: a gap is shorter than the largest unit, so only tensors
+   * below it can ever fill one (on real models a few hundred of many
+   * thousands: the sort stays small). */
+  int64_t umax = ps->ncls > 0 ? ps->cls[ps->ncls - 1].unit : 0, nf = 0;
   for (int64_t k = 0; k < m; k++) {
-    keys[k].a = dbuf_tensors_numel(t, ps->cls_ids[k]);
-    keys[k].b = 0;
-    keys[k].id = ps->cls_ids[k];
+    if (dbuf_tensors_numel(t, ps->cls_ids[k]) >= umax)
+      continue;
+    keys[nf].a = dbuf_tensors_numel(t, ps->cls_ids[k]);
+    keys[nf].b = 0;
+    keys[nf].id = ps->cls_ids[k];
+    nf++;
   }
-  qsort(keys, (size_t)m, sizeof *keys, cmp_key3);
-  for (int64_t k = 0; k < m; k++) {
+  qsort(keys, (size_t)nf, sizeof *keys, cmp_key3);
+  for (int64_t k = 0; k < nf; k++) {
     ps->fill_ids[k] = keys[k].id;
     ps->fill_pos[keys[k].id] = k + 1;
   }
+  ps->nfill = nf;
   rc = 0;
 out:
   free(keys);
@@ -176,7 +185,7 @@ static void
 pack_reset(pack_t *ps, int64_t *off)
 {
   memset(ps->placed, 0, (size_t)ps->n);
-  for (int64_t k = 0; k <= ps->m; k++)
+  for (int64_t k = 0; k <= ps->nfill; k++)
     ps->fill_up[k] = k;
   for (int64_t c = 0; c < ps->ncls; c++)
     ps->cls[c].head = ps->cls[c].begin;
@@ -206,14 +215,15 @@ mark_placed(pack_t *ps, int64_t id)
 {
   int64_t k = ps->fill_pos[id];
   ps->placed[id] = 1;
-  ps->fill_up[k] = k - 1;
+  if (k > 0)
+    ps->fill_up[k] = k - 1;
 }
 
 /* Largest filler position + 1 whose numel is <= space, or 0. */
 static int64_t
 fill_last_fitting(const pack_t *ps, int64_t space)
 {
-  int64_t lo = 0, hi = ps->m; /* answer in [0, m] */
+  int64_t lo = 0, hi = ps->nfill; /* answer in [0, nfill] */
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
     if (dbuf_tensors_numel(ps->t, ps->fill_ids[mid - 1]) <= space)

@@ -85,6 +85,15 @@ for kind in padded unpadded tensor; do
   check_run 8 8 "$kind" "$T/tiny.shapes"   # more ranks than rows: empty segments
 done
 check_run 2 4 padded "$T/small.shapes"     # two segments per rank
+check_run 2 2 compact "$T/small.shapes"
+check_run 4 4 compact "$T/small.shapes"
+check_run 2 4 compact "$T/small.shapes"
+# Node-aware compact on 4 ranks, nodes of 2: the run agrees with the plan.
+"$DBUF" plan --shapes "$T/small.shapes" --dp 4 --layout compact --node-size 2 --format json >"$T/plan.json"
+mpi 4 -q --shapes "$T/small.shapes" --layout compact --node-size 2 --report "$T/report.json"
+expect_code 0 "compact --node-size 2 on 4 ranks"
+jq_is "$T/report.json" '[.verdict, .plan.size, .plan.layout]' \
+  "$(jq -c '["PASS", .size, "compact"]' "$T/plan.json")" "compact --node-size 2: verdict and size"
 check_run 3 6 unpadded "$T/small.shapes"
 
 # --dp that is not a multiple of the ranks.
