@@ -235,7 +235,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
                                   o->elem_size, &nodes, &d);
     if (e != 0) {
       cli_err("node report: %s", d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      rc = cli_exit_code(e);
       goto out;
     }
   }
@@ -253,7 +253,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
     e = dbuf_report_write(l, rfmt, &ro, text, len, &d);
     if (e != 0) {
       cli_err("%s report: %s", format, d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      rc = cli_exit_code(e);
     } else if (nodes != NULL && (e = append_nodes_text(l, nodes, text, len)) != 0) {
       cli_err("%s writing the node report", dbuf_strerror(e));
       rc = CLI_EXIT_FAIL;
@@ -352,6 +352,11 @@ cmd_plan(int argc, char **argv)
     cli_err("--format: '%s' is not a known format (summary, table, diagram, "
             "json, csv, svg)",
             format);
+    goto out;
+  }
+  /* Refused before planning: a huge dp takes memory to plan. */
+  if (!json && dbuf_report_check(rfmt, o.params.nranks, &d) != 0) {
+    cli_err("--format %s", d.msg);
     goto out;
   }
   if ((flags & DBUF_JSON_PIECES) && !json) {

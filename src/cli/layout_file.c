@@ -63,7 +63,7 @@ cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out, cli_prob
     *digest = dbuf_hash64(text, len, 0);
   if (dbuf_layout_from_json(path, text, len, &l, &d) != 0) {
     cli_err("%s", d.msg);
-    rc = d.code == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    rc = cli_exit_code(d.code);
     goto out;
   }
   if (dbuf_layout_nranks(l) != nranks) {
