@@ -31,6 +31,17 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
   if (ctx == NULL)
     return DBUF_EINVAL;
   dbuf_diag_clear(&local);
+  int64_t global[2] = {nranks_expected, ctx->chunk};
+  rc = dbuf__comm_check_args(ctx, out != NULL && nranks_expected >= 0, 2, global,
+                             (const char *const[]){"nranks_expected", "chunk size"}, local.msg,
+                             sizeof local.msg);
+  if (rc != 0) {
+    if (diag != NULL) {
+      diag->code = rc;
+      memcpy(diag->msg, local.msg, sizeof diag->msg);
+    }
+    return rc;
+  }
   if (ctx->rank == 0) {
     if (root_rc == 0 && layout == NULL) {
       root_rc = DBUF_EINVAL;
@@ -68,9 +79,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     }
     return (int)hdr[0];
   }
-  if (out == NULL)
-    rc = DBUF_EINVAL;
-  if (rc == 0 && ctx->rank != 0 &&
+  if (ctx->rank != 0 &&
       ((uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
     rc = DBUF_ENOMEM;
   /* Never enter the chunked broadcast unless every rank has its buffer. */
