@@ -81,6 +81,54 @@ write_all(int fd, const char *data, size_t len)
   return 0;
 }
 
+/* Create the temporary file of an atomic write to path; *tmp is malloc'd.
+ * Returns the descriptor, or -1 with the error printed as "WHAT: ...". */
+static int
+open_temp(const char *path, const char *what, char **tmp, int *code)
+{
+  size_t plen = strlen(path);
+  struct stat st;
+  *tmp = malloc(plen + 16);
+  if (*tmp == NULL) {
+    cli_err("%s: out of memory", what);
+    *code = CLI_EXIT_FAIL;
+    return -1;
+  }
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    cli_err("%s: is a folder", what);
+    free(*tmp);
+    *tmp = NULL;
+    *code = CLI_EXIT_USAGE;
+    return -1;
+  }
+  snprintf(*tmp, plen + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(*tmp);
+  if (fd < 0) {
+    cli_err("%s: cannot create: %s", what, strerror(errno));
+    free(*tmp);
+    *tmp = NULL;
+    *code = CLI_EXIT_USAGE;
+  }
+  return fd;
+}
+
+int
+cli_output_check(const char *path, const char *opt)
+{
+  char what[1100], *tmp = NULL;
+  int code = CLI_EXIT_OK;
+  if (path == NULL || strcmp(path, "-") == 0)
+    return CLI_EXIT_OK;
+  snprintf(what, sizeof what, "%s %s", opt, path);
+  int fd = open_temp(path, what, &tmp, &code);
+  if (fd < 0)
+    return code;
+  close(fd);
+  unlink(tmp);
+  free(tmp);
+  return CLI_EXIT_OK;
+}
+
 int
 cli_write_output(const char *path, const char *data, size_t len)
 {
@@ -91,19 +139,11 @@ cli_write_output(const char *path, const char *data, size_t len)
     }
     return CLI_EXIT_OK;
   }
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (tmp == NULL) {
-    cli_err("%s: out of memory", path);
-    return CLI_EXIT_FAIL;
-  }
-  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    cli_err("%s: cannot create: %s", path, strerror(errno));
-    free(tmp);
-    return CLI_EXIT_USAGE;
-  }
+  char *tmp = NULL;
+  int code = CLI_EXIT_OK;
+  int fd = open_temp(path, path, &tmp, &code);
+  if (fd < 0)
+    return code;
   if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
     int e = errno;
     close(fd);
