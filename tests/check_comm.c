@@ -360,6 +360,38 @@ START_TEST(test_create_agreed)
 }
 END_TEST
 
+/* A NULL out-pointer on the last rank fails every rank, none waits. */
+START_TEST(test_null_outputs_agreed)
+{
+  dbuf_comm_t *c;
+  dbuf_comm_create(MPI_COMM_WORLD, &c);
+  int last = rank == size - 1, g = 1;
+  int rc = dbuf_comm_agree(c, 0, last ? NULL : &g);
+  int ok = rc == DBUF_EINVAL;
+  dbuf_comm_nodemap_t m;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  rc = dbuf_comm_nodes(c, last ? NULL : &m, &d);
+  ok = ok && rc == DBUF_EINVAL && strstr(d.msg, "node discovery") != NULL;
+  dbuf_layout_t *l = test_layout(DBUF_LAYOUT_PADDED, size);
+  int64_t s = dbuf_layout_range(l)[rank], e = dbuf_layout_range(l)[rank + 1];
+  dbuf_verdict_t v;
+  rc = dbuf_comm_verify_structure(c, l, 0, s, e, last ? NULL : &v);
+  ok = ok && rc == DBUF_EINVAL;
+  uint16_t *seg = calloc((size_t)(e - s) + 1, sizeof *seg);
+  rc = dbuf_comm_verify_data(c, l, s, e, seg, 2, 4, last ? NULL : &v);
+  ok = ok && rc == DBUF_EINVAL;
+  if (!ok)
+    fprintf(stderr, "rank %d: NULL outputs on rank %d: last rc %d\n", rank, size - 1, rc);
+  /* Still in step afterwards. */
+  ok = ok && dbuf_comm_agree(c, -rank, &g) == 0 && g == -(size - 1);
+  free(seg);
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
 /* Gather: rank 0's own check is agreed; rec_bytes must match. */
 START_TEST(test_gather_agreed)
 {
@@ -488,6 +520,7 @@ main(int argc, char **argv)
   tcase_add_loop_test(tc, test_data, 0, 3);
   tcase_add_test(tc, test_create_agreed);
   tcase_add_test(tc, test_gather_agreed);
+  tcase_add_test(tc, test_null_outputs_agreed);
   tcase_add_test(tc, test_global_args);
   tcase_add_test(tc, test_check_equal);
   suite_add_tcase(s, tc);

@@ -97,7 +97,8 @@ DBUF_EXPORT int dbuf_comm_count(int64_t n, int *out);
  * Collective on the context's communicator.
  * \param[in]  local_rc   local
  * \param[out] global_rc  the agreed code
- * \return 0 (the agreement itself worked), DBUF_EINVAL, DBUF_EMPI
+ * \return 0 (the agreement itself worked), DBUF_EINVAL (NULL ctx; or a NULL
+ *   global_rc on any rank, then on every rank), DBUF_EMPI
  */
 DBUF_EXPORT int dbuf_comm_agree(dbuf_comm_t *ctx, int local_rc, int *global_rc);
 

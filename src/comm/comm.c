@@ -126,12 +126,15 @@ dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op o
 int
 dbuf_comm_agree(dbuf_comm_t *ctx, int local_rc, int *global_rc)
 {
-  if (ctx == NULL || global_rc == NULL)
+  if (ctx == NULL)
     return DBUF_EINVAL;
-  int g;
-  if (MPI_Allreduce(&local_rc, &g, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+  /* A NULL global_rc on one rank is agreed in the same reduction. */
+  int in[2] = {local_rc, global_rc != NULL ? 0 : DBUF_EINVAL}, out[2];
+  if (MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
     return DBUF_EMPI;
-  *global_rc = g;
+  if (out[1] != 0)
+    return DBUF_EINVAL;
+  *global_rc = out[0];
   return 0;
 }
 

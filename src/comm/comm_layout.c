@@ -156,8 +156,16 @@ dbuf_comm_nodes(dbuf_comm_t *ctx, dbuf_comm_nodemap_t *map, dbuf_diag_t *diag)
   int len = 0, leader = 0, rc = 0;
   int *leaders = NULL;
 
-  if (ctx == NULL || map == NULL)
+  if (ctx == NULL)
     return DBUF_EINVAL;
+  /* A NULL map on one rank fails every rank before the split. */
+  if ((rc = dbuf__comm_check_args(ctx, map != NULL, 0, NULL, NULL, NULL, 0)) != 0) {
+    if (diag != NULL) {
+      diag->code = rc;
+      snprintf(diag->msg, sizeof diag->msg, "node discovery: %s", dbuf_strerror(rc));
+    }
+    return rc;
+  }
   memset(map, 0, sizeof *map);
   memset(name, 0, sizeof name);
   /* The key keeps the ranks of a node in global order: local 0 is the lowest. */
