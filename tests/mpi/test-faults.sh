@@ -155,6 +155,22 @@ else
   sed 's/^/    /' "$T/stderr.all" | head -20
 fi
 
+# --timeout 0 disables the watchdog: then nothing ends the job (cut at 8 s here).
+DBUF_FAULT=kill:1 timeout 8 "$MPIRUN" --mca orte_abort_on_non_zero_status 0 --oversubscribe -np 3 \
+  "$DBUF" $BASE --timeout 0 >"$T/stdout" 2>"$T/stderr.all"
+CODE=$?
+if [ "$CODE" -eq 124 ] && ! grep -q "timeout after" "$T/stderr.all"; then
+  pass "rank 1 killed, abort off, --timeout 0: no watchdog, the job waits (cut by timeout 8)"
+else
+  fail "rank 1 killed, abort off, --timeout 0: exit $CODE, want 124 from timeout"
+fi
+for bad in -1 604801 x; do
+  BASE_ARGS="$BASE --timeout $bad" ODD_RANKS=none ODD_ARGS= wrapped 2
+  if [ "$bad" = x ]; then want="dbuf-shard: --timeout: 'x' is not an integer"; else
+    want="dbuf-shard: --timeout: $bad is out of range [0, 604800]"; fi
+  every_rank 2 "$want" "--timeout $bad"
+done
+
 # --- Memory -----------------------------------------------------------------
 # The default model on 2 ranks: rank 1 holds [rank_offsets[1], size) x 2 bytes.
 "$DBUF" plan --dp 2 --format json >"$T/plan2.json"
