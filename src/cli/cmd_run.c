@@ -7,8 +7,9 @@
  * once; each rank allocates its segment in NUMA-bound memory, writes the
  * pattern and checks it; rank 0 prints the report.  Every failure is agreed,
  * so all ranks exit with the same code: 0 PASS, 1 FAIL or runtime error,
- * 2 bad usage or input.  Only rank 0 prints, except for a rank's own fatal
- * MPI start-up error.
+ * 2 bad usage or input.  Options must be equal on every rank and are
+ * compared first.  Only rank 0 prints, except for a rank's own fatal MPI
+ * start-up error and the --timeout watchdog, which ends the job from any rank.
  */
 #include "cli.h"
 #include "run_report.h"
