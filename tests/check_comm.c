@@ -82,7 +82,6 @@ START_TEST(test_context)
   ok = ok && dbuf_comm_count(INT_MAX, &n) == 0 && n == INT_MAX &&
        dbuf_comm_count((int64_t)INT_MAX + 1, &n) == DBUF_EOVERFLOW &&
        dbuf_comm_count(-1, &n) == DBUF_EOVERFLOW && dbuf_comm_count(1, NULL) == DBUF_EINVAL;
-  ok = ok && dbuf_comm_create(MPI_COMM_WORLD, NULL) == DBUF_EINVAL;
   ok = ok && dbuf_comm_rank(NULL) == -1 && dbuf_comm_size(NULL) == 0;
   dbuf_comm_destroy(c);
   dbuf_comm_destroy(NULL);
@@ -347,6 +346,159 @@ START_TEST(test_data)
 }
 END_TEST
 
+/* A NULL out on one rank fails every rank: no rank is left in MPI_Comm_dup. */
+START_TEST(test_create_agreed)
+{
+  dbuf_comm_t *c = NULL;
+  int bad = size - 1;
+  int rc = dbuf_comm_create(MPI_COMM_WORLD, rank == bad ? NULL : &c);
+  int ok = rc == DBUF_EINVAL && c == NULL;
+  if (!ok)
+    fprintf(stderr, "rank %d: create with a NULL out on rank %d: rc %d\n", rank, bad, rc);
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
+/* A NULL out-pointer on the last rank fails every rank, none waits. */
+START_TEST(test_null_outputs_agreed)
+{
+  dbuf_comm_t *c;
+  dbuf_comm_create(MPI_COMM_WORLD, &c);
+  int last = rank == size - 1, g = 1;
+  int rc = dbuf_comm_agree(c, 0, last ? NULL : &g);
+  int ok = rc == DBUF_EINVAL;
+  dbuf_comm_nodemap_t m;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  rc = dbuf_comm_nodes(c, last ? NULL : &m, &d);
+  ok = ok && rc == DBUF_EINVAL && strstr(d.msg, "node discovery") != NULL;
+  dbuf_layout_t *l = test_layout(DBUF_LAYOUT_PADDED, size);
+  int64_t s = dbuf_layout_range(l)[rank], e = dbuf_layout_range(l)[rank + 1];
+  dbuf_verdict_t v;
+  rc = dbuf_comm_verify_structure(c, l, 0, s, e, last ? NULL : &v);
+  ok = ok && rc == DBUF_EINVAL;
+  uint16_t *seg = calloc((size_t)(e - s) + 1, sizeof *seg);
+  rc = dbuf_comm_verify_data(c, l, s, e, seg, 2, 4, last ? NULL : &v);
+  ok = ok && rc == DBUF_EINVAL;
+  if (!ok)
+    fprintf(stderr, "rank %d: NULL outputs on rank %d: last rc %d\n", rank, size - 1, rc);
+  /* Still in step afterwards. */
+  ok = ok && dbuf_comm_agree(c, -rank, &g) == 0 && g == -(size - 1);
+  free(seg);
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
+/* Gather: rank 0's own check is agreed; rec_bytes must match. */
+START_TEST(test_gather_agreed)
+{
+  dbuf_comm_t *c;
+  dbuf_comm_create(MPI_COMM_WORLD, &c);
+  int64_t me[2] = {rank, 7}, *all = calloc((size_t)size, sizeof me);
+  int rc = dbuf_comm_gather(c, me, sizeof me, rank == 0 ? NULL : all);
+  int ok = rc == DBUF_EINVAL;
+  if (!ok)
+    fprintf(stderr, "rank %d: gather with rank 0's all NULL: rc %d\n", rank, rc);
+  rc = dbuf_comm_gather(c, rank == size - 1 ? NULL : me, sizeof me, all);
+  ok = ok && rc == DBUF_EINVAL;
+  rc = dbuf_comm_gather(c, me, rank == size - 1 ? 8 : 16, all);
+  ok = ok && rc == (size > 1 ? DBUF_EMISMATCH : 0);
+  /* And still usable: the records arrive in rank order. */
+  ok = ok && dbuf_comm_gather(c, me, sizeof me, all) == 0;
+  for (int r = 0; ok && rank == 0 && r < size; r++)
+    ok = all[2 * r] == r && all[2 * r + 1] == 7;
+  free(all);
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
+/* Global arguments that differ on the last rank: every rank fails, and says which. */
+START_TEST(test_global_args)
+{
+  dbuf_comm_t *c;
+  dbuf_comm_create(MPI_COMM_WORLD, &c);
+  int odd = size > 1 && rank == size - 1, want = size > 1 ? DBUF_EMISMATCH : 0;
+  dbuf_layout_t *l = test_layout(DBUF_LAYOUT_UNPADDED, size), *got = NULL;
+  int64_t s = dbuf_layout_range(l)[rank], e = dbuf_layout_range(l)[rank + 1];
+  /* Room for 8-byte elements, so a rank that believes in 4 reads its own memory. */
+  uint64_t *seg = calloc((size_t)(e - s) + 1, sizeof *seg);
+  dbuf_verdict_t v;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int ok = dbuf_pattern_fill(l, s, e, seg, odd ? 4 : 2, NULL, NULL) == 0;
+  int rc = dbuf_comm_verify_data(c, l, s, e, seg, odd ? 4 : 2, 4, &v);
+  ok = ok && rc == want && (size == 1 || strstr(v.msg, "argument elem_size differs") != NULL);
+  if (!ok)
+    fprintf(stderr, "rank %d: elem_size differs: rc %d '%s'\n", rank, rc, v.msg);
+  rc = dbuf_comm_verify_data(c, l, s, e, seg, 2, odd ? 2 : 4, &v);
+  ok = ok && rc == want && (size == 1 || strstr(v.msg, "argument sample_rows differs") != NULL);
+  rc = dbuf_comm_bcast_layout(c, 0, NULL, rank == 0 ? l : NULL, odd ? size + 1 : size, &got,
+                              NULL, &d);
+  ok = ok && rc == want && (size > 1 || got != NULL) &&
+       (size == 1 || (got == NULL && strstr(d.msg, "nranks_expected differs") != NULL));
+  dbuf_layout_destroy(got);
+  /* The chunk size steers the pieces of the collectives: global too. */
+  dbuf_comm_set_chunk(c, odd ? 7 : 64);
+  rc = dbuf_comm_verify_structure(c, l, 0, s, e, &v);
+  ok = ok && rc == want && (size == 1 || strstr(v.msg, "chunk size differs") != NULL);
+  dbuf_comm_set_chunk(c, DBUF_COMM_CHUNK_BYTES);
+  ok = ok && dbuf_comm_verify_structure(c, l, 0, s, e, &v) == 0;
+  free(seg);
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
+/* Values as text (options): the first that differs, rank 0's and the other. */
+START_TEST(test_check_equal)
+{
+  dbuf_comm_t *c;
+  dbuf_comm_create(MPI_COMM_WORLD, &c);
+  const char *names[] = {"option --a", "option --b", "option --c"};
+  const char *same[] = {"x", "4", NULL};
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int ok = dbuf_comm_check_equal(c, 3, names, same, &d) == 0 && d.msg[0] == '\0';
+  ok = ok && dbuf_comm_check_equal(c, 0, NULL, NULL, &d) == 0;
+  /* Every rank but 0 has --b 8 and --c given: named --b, ranks 1..size-1. */
+  const char *other[] = {"x", "8", ""};
+  int rc = dbuf_comm_check_equal(c, 3, names, rank == 0 ? same : other, &d);
+  char want[DBUF_DIAG_LEN];
+  if (size == 1)
+    want[0] = '\0';
+  else if (size == 2)
+    snprintf(want, sizeof want,
+             "option --b differs between ranks: rank 0 has 4, rank 1 has 8 (and 1 more value "
+             "differs)");
+  else
+    snprintf(want, sizeof want,
+             "option --b differs between ranks: rank 0 has 4, rank 1 has 8 (ranks 1-%d differ "
+             "from rank 0) (and 1 more value differs)",
+             size - 1);
+  ok = ok && rc == (size > 1 ? DBUF_EMISMATCH : 0) && (size == 1 || strcmp(d.msg, want) == 0);
+  if (!ok)
+    fprintf(stderr, "rank %d: rc %d '%s', want '%s'\n", rank, rc, d.msg, want);
+  /* Not given (NULL) differs from given empty; only the last rank differs. */
+  const char *given[] = {"x", "4", ""};
+  dbuf_diag_clear(&d);
+  rc = dbuf_comm_check_equal(c, 3, names, rank == size - 1 && size > 1 ? given : same, &d);
+  snprintf(want, sizeof want, "option --c differs between ranks: rank 0 has (not given), rank %d has ",
+           size - 1);
+  ok = ok && rc == (size > 1 ? DBUF_EMISMATCH : 0) && (size == 1 || strcmp(d.msg, want) == 0);
+  /* A count that differs is refused before any vector is compared. */
+  rc = dbuf_comm_check_equal(c, rank == size - 1 ? 2 : 3, names, same, &d);
+  ok = ok && rc == (size > 1 ? DBUF_EINVAL : 0);
+  ok = ok && dbuf_comm_check_equal(c, 1, NULL, same, &d) == DBUF_EINVAL;
+  dbuf_comm_destroy(c);
+  ck_assert(all_true(ok));
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -366,6 +518,11 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_structure_shift);
   tcase_add_loop_test(tc, test_structure_stale, 0, 2);
   tcase_add_loop_test(tc, test_data, 0, 3);
+  tcase_add_test(tc, test_create_agreed);
+  tcase_add_test(tc, test_gather_agreed);
+  tcase_add_test(tc, test_null_outputs_agreed);
+  tcase_add_test(tc, test_global_args);
+  tcase_add_test(tc, test_check_equal);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

@@ -7,7 +7,12 @@
  * returns the same code (the local outcomes are agreed with an MPI_Allreduce
  * before returning), so one failing rank never leaves the others waiting.
  * Arguments are tagged "global" (must be equal on all ranks) or "local"
- * (this rank's own value).
+ * (this rank's own value).  Every argument check is agreed before any rank
+ * enters a collective, and global integer arguments (and the chunk size a
+ * call uses) are compared across the ranks in the same reduction: a bad
+ * argument on one rank fails every rank with DBUF_EINVAL, a global argument
+ * that differs fails every rank with DBUF_EMISMATCH.  Only a NULL context
+ * returns DBUF_EINVAL at once, on the ranks that passed it.
  *
  * The library never calls MPI_Init, MPI_Finalize or MPI_Abort, never prints
  * and keeps no global state: a context works on its own duplicate of the
@@ -45,11 +50,16 @@ typedef struct dbuf_comm dbuf_comm_t;
 /**
  * \brief Create a context on a duplicate of comm.
  *
- * Collective on comm.
+ * Collective on comm.  comm is duplicated first, then the local outcomes
+ * (out NULL, allocation) are agreed: a NULL out on one rank fails every rank
+ * with DBUF_EINVAL, and nothing is left allocated on failure.  Only the
+ * checks that leave nobody to agree with return at once: MPI not initialized
+ * or finalized, comm MPI_COMM_NULL.
  * \param[in]  comm  an intracommunicator (global)
- * \param[out] out   freed with dbuf_comm_destroy()
+ * \param[out] out   local: freed with dbuf_comm_destroy()
  * \return 0, DBUF_EINVAL (out NULL, MPI not initialized, MPI_COMM_NULL),
- *   DBUF_EMPI (duplication failed), DBUF_ENOMEM
+ *   DBUF_EMPI (duplication failed), DBUF_ENOMEM -- agreed, except the last
+ *   two cases of DBUF_EINVAL
  */
 DBUF_EXPORT int dbuf_comm_create(MPI_Comm comm, dbuf_comm_t **out);
 
@@ -87,7 +97,8 @@ DBUF_EXPORT int dbuf_comm_count(int64_t n, int *out);
  * Collective on the context's communicator.
  * \param[in]  local_rc   local
  * \param[out] global_rc  the agreed code
- * \return 0 (the agreement itself worked), DBUF_EINVAL, DBUF_EMPI
+ * \return 0 (the agreement itself worked), DBUF_EINVAL (NULL ctx; or a NULL
+ *   global_rc on any rank, then on every rank), DBUF_EMPI
  */
 DBUF_EXPORT int dbuf_comm_agree(dbuf_comm_t *ctx, int local_rc, int *global_rc);
 
@@ -124,7 +135,9 @@ DBUF_EXPORT int dbuf_comm_agree_diag(dbuf_comm_t *ctx, int local_rc, dbuf_diag_t
  * \param[out] digest           may be NULL: the message checksum, equal on all ranks
  * \return 0; root_rc; the decoding errors of dbuf_wire_decode() (DBUF_ECHECKSUM,
  *   DBUF_EFORMAT, ...), DBUF_ELAYOUT (an invariant fails), DBUF_ENRANKS (wrong
- *   segment count), DBUF_EMPI, DBUF_ENOMEM -- agreed, with the message in diag
+ *   segment count), DBUF_EINVAL (out NULL or nranks_expected < 0 on a rank),
+ *   DBUF_EMISMATCH (nranks_expected or the chunk size differs between ranks),
+ *   DBUF_EMPI, DBUF_ENOMEM -- agreed, with the message in diag
  */
 DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                                        const dbuf_layout_t *layout, int nranks_expected,
@@ -178,14 +191,38 @@ DBUF_EXPORT int dbuf_comm_check_inputs(dbuf_comm_t *ctx, uint64_t digest, int re
                                        dbuf_diag_t *diag);
 
 /**
+ * \brief Check that every rank holds the same values (options, file names):
+ * a difference is named with rank 0's value and the value of the lowest rank
+ * that differs from it.
+ *
+ * Collective on the context's communicator.  Values are compared through
+ * 64-bit hashes (one MPI_Allreduce when they agree); a NULL value means "not
+ * given" and differs from every string, "" included.
+ * \param[in] n       global: the number of values
+ * \param[in] names   local: what each value is, for the message ("option --dp")
+ * \param[in] values  local: this rank's values as text (NULL: not given)
+ * \param[out] diag   may be NULL: on DBUF_EMISMATCH the first value (in the
+ *   order given) that differs, e.g. "option --dp differs between ranks: rank 0
+ *   has 4, rank 2 has 8", with " (ranks 2-5 differ from rank 0)" when more
+ *   ranks differ and " (and 2 more values differ)" when more values do
+ * \return 0; DBUF_EMISMATCH; DBUF_EINVAL (n < 0, NULL names or values, or n
+ *   itself differs); DBUF_ENOMEM; DBUF_EMPI -- the same on every rank
+ */
+DBUF_EXPORT int dbuf_comm_check_equal(dbuf_comm_t *ctx, int n, const char *const *names,
+                                      const char *const *values, dbuf_diag_t *diag);
+
+/**
  * \brief Gather one fixed-size record per rank on rank 0.
  *
- * Collective on the context's communicator.
+ * Collective on the context's communicator.  The arguments are checked on
+ * every rank and agreed before the gather: a NULL all on rank 0 fails every
+ * rank, not rank 0 alone.
  * \param[in]  rec        local: rec_bytes bytes
- * \param[in]  rec_bytes  global, >= 1
+ * \param[in]  rec_bytes  global, 1 .. INT_MAX
  * \param[out] all        rank 0: room for size x rec_bytes bytes, in rank
  *                        order; ignored elsewhere (may be NULL)
- * \return 0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_EMPI (agreed)
+ * \return 0, DBUF_EINVAL (a NULL pointer, rec_bytes out of range, NULL ctx),
+ *   DBUF_EMISMATCH (rec_bytes differs between ranks), DBUF_EMPI (agreed)
  */
 DBUF_EXPORT int dbuf_comm_gather(dbuf_comm_t *ctx, const void *rec, int64_t rec_bytes,
                                  void *all);
@@ -229,7 +266,8 @@ typedef struct dbuf_verdict {
  * \param[in]  start, end  local: the global range this rank holds
  * \param[out] v           agreed verdict (local_ok and local_msg are local)
  * \return 0 (verified), DBUF_EVERIFY (a problem: see v), DBUF_EINVAL,
- *   DBUF_EMPI, DBUF_ENOMEM -- the same on every rank
+ *   DBUF_EMISMATCH (plan_digest or the chunk size differs between ranks; v->msg
+ *   says which), DBUF_EMPI, DBUF_ENOMEM -- the same on every rank
  */
 DBUF_EXPORT int dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t *l,
                                            uint64_t plan_digest, int64_t start, int64_t end,
@@ -249,7 +287,9 @@ DBUF_EXPORT int dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t
  * \param[in] elem_size   global: 1, 2, 4 or 8
  * \param[in] sample_rows global: rows each rank sends to rank 0 (0: none)
  * \param[out] v          agreed verdict
- * \return 0, DBUF_EVERIFY, DBUF_EINVAL, DBUF_EMPI, DBUF_ENOMEM (agreed)
+ * \return 0, DBUF_EVERIFY, DBUF_EINVAL, DBUF_EMISMATCH (elem_size or
+ *   sample_rows differs between ranks; v->msg says which), DBUF_EMPI,
+ *   DBUF_ENOMEM (agreed)
  */
 DBUF_EXPORT int dbuf_comm_verify_data(dbuf_comm_t *ctx, const dbuf_layout_t *l,
                                       int64_t start, int64_t end, const void *seg,

@@ -19,7 +19,7 @@
 # Clients (srun, sbatch, squeue, sinfo, scontrol, scancel) find this cluster
 # through SLURM_CONF; after this script succeeds:
 #   . STATE_DIR/slurm.env            # export SLURM_CONF=STATE_DIR/slurm.conf
-#   srun -n 4 PROG                   # or: SLURM_CONF=STATE_DIR/slurm.conf srun ...
+#   srun -K -n 4 PROG                # or: SLURM_CONF=STATE_DIR/slurm.conf srun -K ...
 # Stop it with scripts/slurm/slurm-down.sh STATE_DIR. On failure this script
 # stops what it had started itself and exits 1 (2 for a usage error).
 #

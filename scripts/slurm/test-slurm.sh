@@ -13,11 +13,11 @@
 # reports) is removed on success and kept, and named, on failure.
 #
 # Steps:
-#   a. srun -n 4 BINARY --report R: 4 ranks, verdict PASS
+#   a. srun -K -n 4 BINARY --report R: 4 ranks, verdict PASS
 #   b. sbatch dbuf-shard.sbatch with 8 tasks (srun launcher), polled with a
 #      deadline (a job that pends is cancelled and FAILS): 8 ranks, PASS
 #   c. the same with DBUF_LAUNCHER=mpirun
-#   d. two-node Slurm: srun -N 2 -n 8 --ntasks-per-node=4: nodes node1 and
+#   d. two-node Slurm: srun -K -N 2 -n 8 --ntasks-per-node=4: nodes node1 and
 #      node2 with 4 ranks each
 # Prints one PASS/FAIL line per step and "N passed, M failed"; exits 0 only
 # when nothing failed (1 on failure, 2 on a usage error).

@@ -45,6 +45,14 @@ int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
  */
 int cli_write_output(const char *path, const char *data, size_t len);
 
+/*
+ * Check early that cli_write_output(path, ...) can create its file (the
+ * folder exists and is writable, path is not a folder), by creating and
+ * removing the temporary file.  opt names the option in the message
+ * ("--report: ..."); NULL or "-" (stdout) always pass.  Returns CLI_EXIT_*.
+ */
+int cli_output_check(const char *path, const char *opt);
+
 /* The planning options shared by `plan` and the MPI run. */
 typedef struct cli_plan_opts {
   const char *shapes;       /* --shapes FILE */

@@ -7,11 +7,13 @@
  * once; each rank allocates its segment in NUMA-bound memory, writes the
  * pattern and checks it; rank 0 prints the report.  Every failure is agreed,
  * so all ranks exit with the same code: 0 PASS, 1 FAIL or runtime error,
- * 2 bad usage or input.  Only rank 0 prints, except for a rank's own fatal
- * MPI start-up error.
+ * 2 bad usage or input.  Options must be equal on every rank and are
+ * compared first.  Only rank 0 prints, except for a rank's own fatal MPI
+ * start-up error and the --timeout watchdog, which ends the job from any rank.
  */
 #include "cli.h"
 #include "run_report.h"
+#include "watchdog.h"
 
 #include "dbuf/comm.h"
 #include "dbuf/mem.h"
@@ -38,7 +40,8 @@ enum {
   OPT_CHECK_INPUTS,
   OPT_REPORT,
   OPT_QUIET,
-  OPT_LAYOUT_FILE
+  OPT_LAYOUT_FILE,
+  OPT_TIMEOUT
 };
 
 #define SAMPLE_ROWS 8 /* rows per rank that rank 0 spot-checks */
@@ -70,20 +73,29 @@ run_usage(FILE *f)
           "Checks and output:\n"
           "  --check-inputs         every rank reads the input itself; fail, naming the\n"
           "                         ranks and hosts, if any sees different bytes\n"
-          "  --report FILE          also write the report as JSON (rank 0, atomically)\n"
+          "  --report FILE          also write the report as JSON (rank 0, atomically);\n"
+          "                         checked before the run\n"
+          "  --timeout SECONDS      end the job (MPI_Abort) when one phase of the run\n"
+          "                         lasts longer: a rank that died while the launcher\n"
+          "                         keeps the job would leave the others waiting\n"
+          "                         (default %d; 0: never)\n"
           "  -q, --quiet            no progress lines on stderr\n"
           "  -h, --help             this help\n"
+          "Every option but -q must be the same on every rank: a difference ends every\n"
+          "rank with exit 2, naming the option and the ranks.\n"
           "Exit status (the same on every rank): 0 PASS, 1 verification or runtime\n"
           "failure, 2 bad usage or input.\n",
-          "llama-3.2-1b", cli_plan_help);
+          "llama-3.2-1b", cli_plan_help, CLI_TIMEOUT_DEFAULT);
 }
 
 typedef struct {
   cli_plan_opts_t plan;
   dbuf_membind_t membind;
   const char *membind_text;
+  const char *bind_text;
   dbuf_bind_t bind;
-  int lock, materialize, check_inputs, quiet;
+  int strict, lock, materialize, check_inputs, quiet;
+  int64_t timeout; /* seconds, 0: no watchdog */
   const char *report;
   const char *layout_file; /* --layout-file FILE: instead of planning */
 } run_opts_t;
@@ -133,15 +145,18 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       {"no-materialize", no_argument, NULL, OPT_NO_MATERIALIZE},
       {"check-inputs", no_argument, NULL, OPT_CHECK_INPUTS},
       {"report", required_argument, NULL, OPT_REPORT},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"quiet", no_argument, NULL, 'q'},
       {"layout-file", required_argument, NULL, OPT_LAYOUT_FILE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   dbuf_diag_t d;
-  int c, strict = 0;
+  int c;
 
   o->membind_text = "local";
+  o->bind_text = "none";
   o->materialize = 1;
+  o->timeout = CLI_TIMEOUT_DEFAULT;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
@@ -155,13 +170,14 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       o->membind_text = optarg;
       break;
     case OPT_STRICT:
-      strict = 1;
+      o->strict = 1;
       break;
     case OPT_BIND:
       if (dbuf_bind_parse(optarg, &o->bind, &d) != 0) {
         cli_err("--bind: '%s' is not core, numa or none", optarg);
         return CLI_EXIT_USAGE;
       }
+      o->bind_text = optarg;
       break;
     case OPT_LOCK:
       o->lock = 1;
@@ -174,6 +190,10 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       break;
     case OPT_REPORT:
       o->report = optarg;
+      break;
+    case OPT_TIMEOUT:
+      if (cli_parse_i64("timeout", optarg, 0, 7 * 86400, &o->timeout) != 0)
+        return CLI_EXIT_USAGE;
       break;
     case 'q':
       o->quiet = 1;
@@ -195,7 +215,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     cli_err("--membind: '%s' is not local, node:N, interleave or none", o->membind_text);
     return CLI_EXIT_USAGE;
   }
-  o->membind.strict = strict;
+  o->membind.strict = o->strict;
   if (o->report != NULL && strcmp(o->report, "-") == 0) {
     cli_err("--report: give a file name (the text report goes to stdout)");
     return CLI_EXIT_USAGE;
@@ -403,6 +423,86 @@ report_problems(const run_opts_t *o, int size, const cli_problems_t *probs)
   }
 }
 
+/*
+ * Every option that shapes the run must be the same on every rank (a rank
+ * with another --dp would read past the layout's ranges, another --dtype past
+ * the samples rank 0 reads).  Compared as the values in effect, so a default
+ * and the same value given explicitly agree; -q only silences progress.
+ * With --check-inputs every rank reads its own --shapes or --safetensors and
+ * the bytes are compared, so node-local copies may have other names.
+ */
+static int
+agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
+{
+  char dp[24], block[24], align[24], rpn[24], timeout[24], nodesz[24], *st = NULL;
+  char tp[24], pp[24], ep[24], etp[24], stage[24], vdiv[24], ppl[24 * DBUF_PARALLEL_MAX_PP];
+  snprintf(dp, sizeof dp, "%d", o->plan.dp_set ? o->plan.params.nranks : size);
+  snprintf(block, sizeof block, "%" PRId64, o->plan.params.block_size);
+  snprintf(align, sizeof align, "%" PRId64, o->plan.align_bytes);
+  snprintf(rpn, sizeof rpn, "%" PRId64, o->plan.ranks_per_node);
+  snprintf(timeout, sizeof timeout, "%" PRId64, o->timeout);
+  snprintf(nodesz, sizeof nodesz, "%d", (int)o->plan.params.node_size);
+  snprintf(tp, sizeof tp, "%" PRId64, o->plan.par.tp);
+  snprintf(pp, sizeof pp, "%" PRId64, o->plan.par.pp);
+  snprintf(ep, sizeof ep, "%" PRId64, o->plan.par.ep);
+  snprintf(etp, sizeof etp, "%" PRId64, dbuf_parallel_expert_tp(&o->plan.par));
+  snprintf(stage, sizeof stage, "%" PRId64, o->plan.stage);
+  snprintf(vdiv, sizeof vdiv, "%" PRId64, o->plan.par.vocab_divisor);
+  ppl[0] = '\0';
+  for (int64_t i = 0, at = 0; i < o->plan.par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
+    at += snprintf(ppl + at, sizeof ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
+                   o->plan.par.pp_layers[i]);
+  if (o->plan.nsafetensors > 0) {
+    size_t len = 1;
+    for (int i = 0; i < o->plan.nsafetensors; i++)
+      len += strlen(o->plan.safetensors[i]) + 1;
+    if ((st = malloc(len)) != NULL) {
+      size_t at = 0;
+      for (int i = 0; i < o->plan.nsafetensors; i++)
+        at += (size_t)sprintf(st + at, "%s%s", i ? " " : "", o->plan.safetensors[i]);
+    }
+  }
+#define ONOFF(x) ((x) ? "on" : "off")
+  const char *by_content = "(compared by content: --check-inputs)";
+  const char *const names[] = {
+      "option --check-inputs", "option --shapes",        "option --model",
+      "option --safetensors",  "option --order",         "option --dp",
+      "option --layout",       "option --block-size",    "option --owners",
+      "option --dtype",        "option --align-bytes",   "option --ranks-per-node",
+      "option --membind",      "option --membind-strict", "option --bind",
+      "option --lock",         "option --no-materialize", "option --report",
+      "option --timeout",      "option --layout-file",   "option --node-size",
+      "option --tp",           "option --pp",            "option --ep",
+      "option --expert-tp",    "option --stage",         "option --pp-layers",
+      "option --vocab-divisor", "option --naming"};
+  const char *const values[] = {
+      ONOFF(o->check_inputs),
+      o->check_inputs && o->plan.shapes ? by_content : o->plan.shapes,
+      o->plan.model,
+      o->plan.nsafetensors == 0 ? NULL
+      : o->check_inputs         ? by_content
+      : st                      ? st
+                                : "(out of memory)",
+      o->plan.order, dp, dbuf_layout_kind_name(o->plan.params.kind),
+      block, o->plan.owners, o->plan.dtype,
+      align, rpn, o->membind_text,
+      ONOFF(o->strict), o->bind_text, ONOFF(o->lock),
+      ONOFF(!o->materialize), o->report, timeout,
+      o->layout_file, nodesz, tp, pp, ep, etp, stage, ppl, vdiv,
+      o->plan.par.naming == DBUF_NAMING_MEGATRON ? "megatron" : "hf"};
+#undef ONOFF
+  _Static_assert(sizeof names / sizeof names[0] == sizeof values / sizeof values[0],
+                 "one value per option");
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_comm_check_equal(ctx, (int)(sizeof names / sizeof names[0]), names, values, &d);
+  free(st);
+  if (rc == 0)
+    return CLI_EXIT_OK;
+  cli_err("%s", rc == DBUF_EMISMATCH ? d.msg : dbuf_strerror(rc));
+  return rc == DBUF_EMISMATCH ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -445,7 +545,9 @@ cmd_run(int argc, char **argv)
     }
   }
 
-  if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+  /* The watchdog thread may call MPI_Abort while this one waits in MPI. */
+  int provided = 0;
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     cli_err("MPI_Init failed");
     return CLI_EXIT_FAIL;
   }
@@ -459,21 +561,29 @@ cmd_run(int argc, char **argv)
   size = dbuf_comm_size(ctx);
   cli_quiet = rank != 0;
 
-  /* Options: parsed by every rank, printed by rank 0, agreed. */
+  /* Options: parsed by every rank, printed by rank 0, agreed -- first that
+   * every rank could parse its own, then that they are all the same. */
   code = parse_opts(argc, argv, &o);
   if (code == 0)
     code = parse_faults(getenv("DBUF_FAULT"), &fault);
+  if (cli_watchdog_start((double)o.timeout, rank, "start-up") != 0) {
+    cli_err("rank %d: cannot start the --timeout watchdog", rank);
+    code = CLI_EXIT_FAIL;
+  }
   if ((code = agree_exit(ctx, code)) != 0)
     goto done;
-  int per = 1;
+  if ((code = agree_exit(ctx, agree_options(ctx, &o, size))) != 0)
+    goto done;
   if (!o.plan.dp_set) {
     o.plan.params.nranks = size;
   } else if (o.plan.params.nranks % size != 0) {
     cli_err("--dp %d is not a multiple of the %d ranks", o.plan.params.nranks, size);
     code = CLI_EXIT_USAGE;
-  } else {
-    per = o.plan.params.nranks / size;
   }
+  /* The report is written at the end, by rank 0: a folder that is not there
+   * must fail now, not after the run. */
+  if (code == 0 && rank == 0 && o.report != NULL)
+    code = cli_output_check(o.report, "--report");
   if ((code = agree_exit(ctx, code)) != 0)
     goto done;
   if (o.plan.ranks_per_node > 0 && rank == 0)
@@ -487,6 +597,7 @@ cmd_run(int argc, char **argv)
   }
 
   /* Plan on rank 0; every other rank reads the input only for --check-inputs. */
+  cli_watchdog_phase("planning and broadcast");
   double t0 = MPI_Wtime();
   if (rank == 0) {
     cli_prog = "dbuf-shard: rank 0";
@@ -505,8 +616,8 @@ cmd_run(int argc, char **argv)
   tm.plan = MPI_Wtime() - t0;
 
   t0 = MPI_Wtime();
-  rc = dbuf_comm_bcast_layout(ctx, root_rc, rank == 0 ? cli_err_last() : NULL, planned, 0, &l,
-                              &digest, &d);
+  rc = dbuf_comm_bcast_layout(ctx, root_rc, rank == 0 ? cli_err_last() : NULL, planned,
+                              o.plan.params.nranks, &l, &digest, &d);
   tm.broadcast = MPI_Wtime() - t0;
   if (rc != 0) {
     if (rank == 0 && root_rc == 0) /* rank 0 printed its own input error already */
@@ -516,8 +627,11 @@ cmd_run(int argc, char **argv)
       report_problems(&o, size, &probs);
     goto done;
   }
+  /* What the layout says is used from the layout, the same on every rank. */
+  int per = dbuf_layout_nranks(l) / size;
 
   if (o.check_inputs) {
+    cli_watchdog_phase("input check");
     int readable = 1;
     if (rank != 0) {
       dbuf_tensors_t *mine = NULL;
@@ -545,6 +659,7 @@ cmd_run(int argc, char **argv)
     start += 1;
 
   /* Validate: the ranks prove whole-row ownership together. */
+  cli_watchdog_phase("structure verification");
   t0 = MPI_Wtime();
   rc = dbuf_comm_verify_structure(ctx, use, digest, start, end, &vs);
   tm.validate = MPI_Wtime() - t0;
@@ -569,6 +684,7 @@ cmd_run(int argc, char **argv)
   first_last(use, rank * per, (rank + 1) * per, start, end, &rec);
 
   /* Materialize: topology once, binding, allocation, the pattern, page check. */
+  cli_watchdog_phase("materialization");
   t0 = MPI_Wtime();
   if (materialize) {
     if (rank == 0 && !o.quiet)
@@ -630,6 +746,7 @@ cmd_run(int argc, char **argv)
   tm.materialize = MPI_Wtime() - t0;
 
   /* Verify the data: every element locally, samples on rank 0. */
+  cli_watchdog_phase("data verification");
   t0 = MPI_Wtime();
   if (materialize) {
     if (rank == 0 && !o.quiet)
@@ -644,6 +761,7 @@ cmd_run(int argc, char **argv)
   tm.verify = MPI_Wtime() - t0;
 
   /* The verdict (agreed by the verifications), the records, the report. */
+  cli_watchdog_phase("report");
   const dbuf_verdict_t *v = vs.code != 0 ? &vs : &vd;
   int pass = vs.code == 0 && vd.code == 0;
   rec.verify_ok = vs.local_ok && (!materialize || vd.local_ok);
@@ -711,7 +829,9 @@ done:
   dbuf_tensors_destroy(t);
   dbuf_comm_nodemap_free(&map);
   cli_plan_opts_free(&o.plan);
+  cli_watchdog_phase("shutdown");
   dbuf_comm_destroy(ctx);
   MPI_Finalize();
+  cli_watchdog_stop();
   return code;
 }

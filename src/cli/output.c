@@ -92,6 +92,54 @@ write_all(int fd, const char *data, size_t len)
   return 0;
 }
 
+/* Create the temporary file of an atomic write to path; *tmp is malloc'd.
+ * Returns the descriptor, or -1 with the error printed as "WHAT: ...". */
+static int
+open_temp(const char *path, const char *what, char **tmp, int *code)
+{
+  size_t plen = strlen(path);
+  struct stat st;
+  *tmp = malloc(plen + 16);
+  if (*tmp == NULL) {
+    cli_err("%s: out of memory", what);
+    *code = CLI_EXIT_FAIL;
+    return -1;
+  }
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    cli_err("%s: is a folder", what);
+    free(*tmp);
+    *tmp = NULL;
+    *code = CLI_EXIT_USAGE;
+    return -1;
+  }
+  snprintf(*tmp, plen + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(*tmp);
+  if (fd < 0) {
+    cli_err("%s: cannot create: %s", what, strerror(errno));
+    free(*tmp);
+    *tmp = NULL;
+    *code = CLI_EXIT_USAGE;
+  }
+  return fd;
+}
+
+int
+cli_output_check(const char *path, const char *opt)
+{
+  char what[1100], *tmp = NULL;
+  int code = CLI_EXIT_OK;
+  if (path == NULL || strcmp(path, "-") == 0)
+    return CLI_EXIT_OK;
+  snprintf(what, sizeof what, "%s %s", opt, path);
+  int fd = open_temp(path, what, &tmp, &code);
+  if (fd < 0)
+    return code;
+  close(fd);
+  unlink(tmp);
+  free(tmp);
+  return CLI_EXIT_OK;
+}
+
 int
 cli_write_output(const char *path, const char *data, size_t len)
 {
@@ -102,25 +150,16 @@ cli_write_output(const char *path, const char *data, size_t len)
     }
     return CLI_EXIT_OK;
   }
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (tmp == NULL) {
-    cli_err("%s: out of memory", path);
-    return CLI_EXIT_FAIL;
-  }
-  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    cli_err("%s: cannot create: %s", path, strerror(errno));
-    free(tmp);
-    return CLI_EXIT_USAGE;
-  }
+  char *tmp = NULL;
+  int code = CLI_EXIT_OK;
+  int fd = open_temp(path, path, &tmp, &code);
+  if (fd < 0)
+    return code;
   /* mkstemp creates 0600; give the file the mode open(2) would, 0666 less
    * the umask (umask(2) reads it only by setting it: set it back at once). */
   mode_t mask = umask(0);
   umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 ||
-      fsync(fd) != 0) {
+  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
     int e = errno;
     close(fd);
     unlink(tmp);

@@ -21,28 +21,28 @@ int
 dbuf_comm_create(MPI_Comm comm, dbuf_comm_t **out)
 {
   int inited = 0, finalized = 0;
-  if (out == NULL || comm == MPI_COMM_NULL)
+  /* Without MPI or a communicator there is nobody to agree with. */
+  if (comm == MPI_COMM_NULL)
     return DBUF_EINVAL;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
   if (!inited || finalized)
     return DBUF_EINVAL;
-  dbuf_comm_t *c = calloc(1, sizeof *c);
-  int ok = c != NULL, all_ok = 0;
-  /* Everyone duplicates (collective), then agrees on the allocations. */
+  /* Everyone duplicates (collective) before any local check can return, then
+   * the local outcomes are agreed on the duplicate. */
   MPI_Comm dup = MPI_COMM_NULL;
   if (MPI_Comm_dup(comm, &dup) != MPI_SUCCESS)
     return DBUF_EMPI;
-  if (MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
-      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, dup) != MPI_SUCCESS) {
+  dbuf_comm_t *c = out != NULL ? calloc(1, sizeof *c) : NULL;
+  int rc = out == NULL ? DBUF_EINVAL : c == NULL ? DBUF_ENOMEM : 0, g = rc;
+  if (MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) != MPI_SUCCESS)
+    rc = DBUF_EMPI;
+  if (MPI_Allreduce(&rc, &g, 1, MPI_INT, MPI_MIN, dup) != MPI_SUCCESS)
+    g = DBUF_EMPI;
+  if (g != 0) {
     MPI_Comm_free(&dup);
     free(c);
-    return DBUF_EMPI;
-  }
-  if (!all_ok) {
-    MPI_Comm_free(&dup);
-    free(c);
-    return DBUF_ENOMEM;
+    return g;
   }
   c->comm = dup;
   MPI_Comm_rank(dup, &c->rank);
@@ -126,12 +126,15 @@ dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op o
 int
 dbuf_comm_agree(dbuf_comm_t *ctx, int local_rc, int *global_rc)
 {
-  if (ctx == NULL || global_rc == NULL)
+  if (ctx == NULL)
     return DBUF_EINVAL;
-  int g;
-  if (MPI_Allreduce(&local_rc, &g, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+  /* A NULL global_rc on one rank is agreed in the same reduction. */
+  int in[2] = {local_rc, global_rc != NULL ? 0 : DBUF_EINVAL}, out[2];
+  if (MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
     return DBUF_EMPI;
-  *global_rc = g;
+  if (out[1] != 0)
+    return DBUF_EINVAL;
+  *global_rc = out[0];
   return 0;
 }
 
@@ -165,10 +168,15 @@ dbuf_comm_agree_diag(dbuf_comm_t *ctx, int local_rc, dbuf_diag_t *diag)
 int
 dbuf_comm_gather(dbuf_comm_t *ctx, const void *rec, int64_t rec_bytes, void *all)
 {
-  int n, rc;
-  if (ctx == NULL || rec == NULL || rec_bytes < 1 || (ctx->rank == 0 && all == NULL))
+  int n = 0;
+  if (ctx == NULL)
     return DBUF_EINVAL;
-  if ((rc = dbuf_comm_count(rec_bytes, &n)) != 0)
+  /* Rank 0's own check (all) is agreed too: nobody gathers alone. */
+  int ok = rec != NULL && rec_bytes >= 1 && (ctx->rank != 0 || all != NULL) &&
+           dbuf_comm_count(rec_bytes, &n) == 0;
+  int rc = dbuf__comm_check_args(ctx, ok, 1, &rec_bytes, (const char *const[]){"rec_bytes"},
+                                 NULL, 0);
+  if (rc != 0)
     return rc;
   return dbuf__mpi(MPI_Gather(rec, n, MPI_BYTE, all, n, MPI_BYTE, 0, ctx->comm));
 }

@@ -5,6 +5,7 @@
 #include "dbuf/comm.h"
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct dbuf_comm {
@@ -25,6 +26,20 @@ int dbuf__comm_bcast_bytes(dbuf_comm_t *ctx, void *buf, int64_t len, int root);
 
 /* In-place MPI_Allreduce of count int64 values, in pieces. */
 int dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op op);
+
+/* Most global arguments one call checks with dbuf__comm_check_args(). */
+#define DBUF__ARGS_MAX 8
+
+/*
+ * Agree on the arguments of a collective call before any rank enters it:
+ * local_ok is this rank's own check; global[0..n) are the values that must
+ * be equal on every rank (names[i] names value i).  One MPI_Allreduce.
+ * Returns 0, DBUF_EINVAL (a rank's local check failed; msg names the lowest
+ * such rank), DBUF_EMISMATCH (msg names the argument and its range), or
+ * DBUF_EMPI -- the same on every rank.  msg may be NULL.
+ */
+int dbuf__comm_check_args(dbuf_comm_t *ctx, int local_ok, int n, const int64_t *global,
+                          const char *const *names, char *msg, size_t msg_len);
 
 /* One problem found by a verification, ranked by level (1 most important). */
 typedef struct {

@@ -31,6 +31,17 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
   if (ctx == NULL)
     return DBUF_EINVAL;
   dbuf_diag_clear(&local);
+  int64_t global[2] = {nranks_expected, ctx->chunk};
+  rc = dbuf__comm_check_args(ctx, out != NULL && nranks_expected >= 0, 2, global,
+                             (const char *const[]){"nranks_expected", "chunk size"}, local.msg,
+                             sizeof local.msg);
+  if (rc != 0) {
+    if (diag != NULL) {
+      diag->code = rc;
+      memcpy(diag->msg, local.msg, sizeof diag->msg);
+    }
+    return rc;
+  }
   if (ctx->rank == 0) {
     if (root_rc == 0 && layout == NULL) {
       root_rc = DBUF_EINVAL;
@@ -68,9 +79,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     }
     return (int)hdr[0];
   }
-  if (out == NULL)
-    rc = DBUF_EINVAL;
-  if (rc == 0 && ctx->rank != 0 &&
+  if (ctx->rank != 0 &&
       ((uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
     rc = DBUF_ENOMEM;
   /* Never enter the chunked broadcast unless every rank has its buffer. */
@@ -147,8 +156,16 @@ dbuf_comm_nodes(dbuf_comm_t *ctx, dbuf_comm_nodemap_t *map, dbuf_diag_t *diag)
   int len = 0, leader = 0, rc = 0;
   int *leaders = NULL;
 
-  if (ctx == NULL || map == NULL)
+  if (ctx == NULL)
     return DBUF_EINVAL;
+  /* A NULL map on one rank fails every rank before the split. */
+  if ((rc = dbuf__comm_check_args(ctx, map != NULL, 0, NULL, NULL, NULL, 0)) != 0) {
+    if (diag != NULL) {
+      diag->code = rc;
+      snprintf(diag->msg, sizeof diag->msg, "node discovery: %s", dbuf_strerror(rc));
+    }
+    return rc;
+  }
   memset(map, 0, sizeof *map);
   memset(name, 0, sizeof name);
   /* The key keeps the ranks of a node in global order: local 0 is the lowest. */

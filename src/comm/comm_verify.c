@@ -362,15 +362,20 @@ dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t *l, uint64_t pl
                            int64_t start, int64_t end, dbuf_verdict_t *v)
 {
   dbuf__problem_t mine;
+  dbuf_verdict_t scratch; /* a NULL v is agreed like any bad argument */
   int64_t nprob = 0;
-  int same_shape = 0, rc;
-  if (ctx == NULL || v == NULL)
+  int same_shape = 0, rc, v_ok = v != NULL;
+  if (ctx == NULL)
     return DBUF_EINVAL;
+  if (v == NULL)
+    v = &scratch;
   memset(v, 0, sizeof *v);
   memset(&mine, 0, sizeof mine);
-  int g = 0;
-  if ((rc = dbuf_comm_agree(ctx, l ? 0 : DBUF_EINVAL, &g)) != 0 || g != 0)
-    return v->code = (g ? g : rc);
+  int64_t global[2] = {(int64_t)plan_digest, ctx->chunk};
+  if ((rc = dbuf__comm_check_args(ctx, l != NULL && v_ok, 2, global,
+                                  (const char *const[]){"plan_digest", "chunk size"}, v->msg,
+                                  sizeof v->msg)) != 0)
+    return v->code = rc;
 
   /* 1. The same layout everywhere. */
   if ((rc = check_same_layout(ctx, l, plan_digest, &mine, &nprob, &same_shape)) != 0)
@@ -503,17 +508,25 @@ dbuf_comm_verify_data(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
                       const void *seg, int64_t elem_size, int sample_rows, dbuf_verdict_t *v)
 {
   dbuf__problem_t mine;
+  dbuf_verdict_t scratch; /* a NULL v is agreed like any bad argument */
   int64_t nprob = 0, nbad = 0;
   int rc, g;
-  if (ctx == NULL || v == NULL)
+  if (ctx == NULL)
     return DBUF_EINVAL;
+  int bad_args = v == NULL;
+  if (v == NULL)
+    v = &scratch;
   memset(v, 0, sizeof *v);
   memset(&mine, 0, sizeof mine);
-  int bad_args = l == NULL || (seg == NULL && end > start) || sample_rows < 0 ||
+  bad_args = bad_args || l == NULL || (seg == NULL && end > start) || sample_rows < 0 ||
                  (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) ||
                  start < 0 || start > end || end > dbuf_layout_size(l);
-  if ((rc = dbuf_comm_agree(ctx, bad_args ? DBUF_EINVAL : 0, &g)) != 0 || g != 0)
-    return v->code = (g ? g : rc);
+  /* elem_size and sample_rows size rank 0's reading of every rank's samples. */
+  int64_t global[2] = {elem_size, sample_rows};
+  if ((rc = dbuf__comm_check_args(ctx, !bad_args, 2, global,
+                                  (const char *const[]){"elem_size", "sample_rows"}, v->msg,
+                                  sizeof v->msg)) != 0)
+    return v->code = rc;
 
   /* Every element of this rank's own segment. */
   dbuf_pattern_bad_t first;

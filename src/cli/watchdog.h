@@ -1,0 +1,22 @@
+/* The MPI run's watchdog (--timeout): see watchdog.c. */
+#ifndef DBUF_CLI_WATCHDOG_H
+#define DBUF_CLI_WATCHDOG_H
+
+/* Default limit of one phase of the run, seconds. */
+#define CLI_TIMEOUT_DEFAULT 600
+
+/*
+ * Start watching (after MPI_Init): when one phase lasts seconds, print
+ * "dbuf-shard: rank R: timeout after N s in phase PHASE (...)" and
+ * MPI_Abort the job.  seconds <= 0 disables it.  phase is a static string.
+ * Returns 0 or an errno value (the thread could not start).
+ */
+int cli_watchdog_start(double seconds, int rank, const char *phase);
+
+/* A new phase begins: the clock restarts.  phase is a static string. */
+void cli_watchdog_phase(const char *phase);
+
+/* Stop watching (before MPI_Finalize returns control to nobody). */
+void cli_watchdog_stop(void);
+
+#endif /* DBUF_CLI_WATCHDOG_H */

@@ -1,0 +1,227 @@
+#!/bin/bash
+# Fault tests of the MPI service: one rank given other options, a rank that
+# dies (with the launcher's abort-on-failure on and off), a rank that cannot
+# allocate or lock its memory, rank 0 failing on its input (a missing file, a
+# named pipe), inputs that differ with --check-inputs, and a --report folder
+# that does not exist.  Each must end EVERY rank non-zero within 10 s with one
+# line naming the rank or the option and the cause; no rank may wait forever.
+# Every mpirun runs under timeout.  Expected values come from the options
+# given here or from `dbuf-shard plan` (serial, no MPI).
+set -u
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/../cli/lib.sh"
+MPIRUN=${MPIRUN:-mpirun}
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset DBUF_FAULT
+LIMIT=10 # seconds within which every rank must have ended
+
+# The rank wrapper: the ranks listed in ODD_RANKS run dbuf-shard with
+# ODD_ARGS (after ODD_SETUP, e.g. a ulimit, and under ODD_PREFIX, e.g.
+# setpriv), the others with BASE_ARGS; each writes its exit code to
+# $T/exit.RANK, so the test sees every rank's status, not only mpirun's.
+cat >"$T/wrap.sh" <<'EOF'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:?not under Open MPI}
+prefix=
+case " $ODD_RANKS " in
+*" $r "*)
+  eval "set -- $ODD_ARGS"
+  eval "${ODD_SETUP:-:}"
+  prefix=${ODD_PREFIX:-}
+  ;;
+*) eval "set -- $BASE_ARGS" ;;
+esac
+# shellcheck disable=SC2086
+$prefix "$DBUF" "$@"
+echo $? >"$WRAP_DIR/exit.$r"
+EOF
+chmod +x "$T/wrap.sh"
+export DBUF WRAP_DIR="$T"
+
+# wrapped NP: runs the wrapper on NP ranks; sets CODE, SECS, ERR (dbuf-shard's
+# lines only), EXITS (every rank's exit code, "-" for a rank that wrote none).
+wrapped() {
+  local np=$1 t0 t1 r
+  rm -f "$T"/exit.*
+  t0=$(date +%s%N)
+  timeout 60 "$MPIRUN" --oversubscribe -np "$np" "$T/wrap.sh" >"$T/stdout" 2>"$T/stderr.all"
+  CODE=$?
+  t1=$(date +%s%N)
+  SECS=$(((t1 - t0) / 1000000000))
+  grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
+  ERR=$(cat "$T/stderr")
+  EXITS=
+  for r in $(seq 0 $((np - 1))); do
+    EXITS="$EXITS $(cat "$T/exit.$r" 2>/dev/null || echo -)"
+  done
+  EXITS=${EXITS# }
+}
+# every_rank WANT_CODE WANT_LINE NAME: each rank exited WANT_CODE, in time,
+# and dbuf-shard printed exactly WANT_LINE.
+every_rank() {
+  local want_exits
+  want_exits=$(for _ in $EXITS; do printf '%s ' "$1"; done)
+  if [ "$EXITS " = "$want_exits" ] && [ "$SECS" -le "$LIMIT" ] && [ "$ERR" = "$2" ]; then
+    pass "$3: every rank exit $1 in ${SECS}s: $ERR"
+  else
+    fail "$3: rank exits '$EXITS' (want $1 each), mpirun $CODE, ${SECS}s, stderr '$ERR', want '$2'"
+    sed 's/^/    /' "$T/stderr.all" | head -20
+  fi
+}
+
+cat >"$T/small.shapes" <<'EOF'
+embed 64x48
+norm0 48
+q 48x48
+empty 0x8
+up 96x48
+down 48x96
+head 40x48
+EOF
+BASE="-q --shapes $T/small.shapes"
+
+# --- Options that differ between ranks ------------------------------------
+# odd_option NAME OPTION... then the expected line: rank 2 of 3 adds OPTION.
+odd_option() {
+  local want=${*: -1}
+  BASE_ARGS=$BASE ODD_RANKS=2 ODD_ARGS="$BASE ${*:1:$#-1}" wrapped 3
+  every_rank 2 "$want" "rank 2 with ${*:1:$#-1}"
+}
+D="dbuf-shard: option"
+# dp: 3 by default (the rank count); 6 is a multiple, 2000000000 far past the layout.
+odd_option --dp 6 "$D --dp differs between ranks: rank 0 has 3, rank 2 has 6"
+odd_option --dp 2000000000 "$D --dp differs between ranks: rank 0 has 3, rank 2 has 2000000000"
+odd_option --dtype fp32 "$D --dtype differs between ranks: rank 0 has bf16, rank 2 has fp32"
+# (with --check-inputs the file is compared by content, not name: --shapes differs too)
+odd_option --check-inputs "$D --check-inputs differs between ranks: rank 0 has off, rank 2 has on (and 1 more value differs)"
+odd_option --no-materialize "$D --no-materialize differs between ranks: rank 0 has off, rank 2 has on"
+odd_option --layout unpadded "$D --layout differs between ranks: rank 0 has padded, rank 2 has unpadded"
+odd_option --block-size 2 "$D --block-size differs between ranks: rank 0 has 1, rank 2 has 2"
+odd_option --owners "$T/owners" "$D --owners differs between ranks: rank 0 has (not given), rank 2 has $T/owners"
+odd_option --align-bytes 64 "$D --align-bytes differs between ranks: rank 0 has 0, rank 2 has 64"
+odd_option --ranks-per-node 2 "$D --ranks-per-node differs between ranks: rank 0 has 0, rank 2 has 2"
+odd_option --membind interleave "$D --membind differs between ranks: rank 0 has local, rank 2 has interleave"
+odd_option --membind-strict "$D --membind-strict differs between ranks: rank 0 has off, rank 2 has on"
+odd_option --bind core "$D --bind differs between ranks: rank 0 has none, rank 2 has core"
+odd_option --lock "$D --lock differs between ranks: rank 0 has off, rank 2 has on"
+odd_option --report "$T/r.json" "$D --report differs between ranks: rank 0 has (not given), rank 2 has $T/r.json"
+odd_option --timeout 30 "$D --timeout differs between ranks: rank 0 has 600, rank 2 has 30"
+# Another input source: --shapes is the first option that differs, --model the second.
+BASE_ARGS=$BASE ODD_RANKS=2 ODD_ARGS="-q --model llama-3.2-1b" wrapped 3
+every_rank 2 "$D --shapes differs between ranks: rank 0 has $T/small.shapes, rank 2 has (not given) (and 1 more value differs)" \
+  "rank 2 with --model instead of --shapes"
+BASE_ARGS=$BASE ODD_RANKS=2 ODD_ARGS="-q --shapes $T/other.shapes" wrapped 3
+every_rank 2 "$D --shapes differs between ranks: rank 0 has $T/small.shapes, rank 2 has $T/other.shapes" \
+  "rank 2 with another --shapes"
+# Two ranks differ: both named.
+BASE_ARGS=$BASE ODD_RANKS="2 3" ODD_ARGS="$BASE --dtype fp64" wrapped 4
+every_rank 2 "$D --dtype differs between ranks: rank 0 has bf16, rank 2 has fp64 (ranks 2-3 differ from rank 0)" \
+  "ranks 2-3 with --dtype fp64"
+# The values in effect are compared: defaults given explicitly agree.
+BASE_ARGS=$BASE ODD_RANKS=1 ODD_ARGS="$BASE --dp 3 --layout padded --dtype bf16 --timeout 600 --membind local" wrapped 3
+every_rank 0 "" "rank 1 giving the defaults explicitly"
+# -q only silences progress: it may differ.
+BASE_ARGS=$BASE ODD_RANKS=1 ODD_ARGS="--shapes $T/small.shapes" wrapped 2
+every_rank 0 "" "rank 1 without -q"
+
+# --- A rank that dies -------------------------------------------------------
+# With the launcher's abort on failure (the default): mpirun ends the job and
+# names the rank.
+t0=$(date +%s%N)
+DBUF_FAULT=kill:1 timeout 60 "$MPIRUN" --oversubscribe -np 3 "$DBUF" $BASE >"$T/stdout" 2>"$T/stderr.all"
+CODE=$?
+SECS=$((($(date +%s%N) - t0) / 1000000000))
+if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
+  grep -q "process rank 1 with PID .* exited on signal 9" "$T/stderr.all"; then
+  pass "rank 1 killed, abort on: job ended with $CODE in ${SECS}s, rank 1 named by mpirun"
+else
+  fail "rank 1 killed, abort on: exit $CODE after ${SECS}s"
+  sed 's/^/    /' "$T/stderr.all" | head -20
+fi
+# With it off, only the watchdog ends the others: each names itself and the phase.
+t0=$(date +%s%N)
+DBUF_FAULT=kill:1 timeout 60 "$MPIRUN" --mca orte_abort_on_non_zero_status 0 --oversubscribe -np 3 \
+  "$DBUF" $BASE --timeout 3 >"$T/stdout" 2>"$T/stderr.all"
+CODE=$?
+SECS=$((($(date +%s%N) - t0) / 1000000000))
+grep '^dbuf-shard: ' "$T/stderr.all" | sort >"$T/stderr"
+if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
+  grep -q "^dbuf-shard: rank [02]: timeout after 3 s in phase materialization (" "$T/stderr" &&
+  ! grep -q "^dbuf-shard: rank 1:" "$T/stderr"; then
+  pass "rank 1 killed, abort off: the watchdog ended the job ($CODE) in ${SECS}s: $(head -1 "$T/stderr")"
+else
+  fail "rank 1 killed, abort off, --timeout 3: exit $CODE after ${SECS}s"
+  sed 's/^/    /' "$T/stderr.all" | head -20
+fi
+
+# --timeout 0 disables the watchdog: then nothing ends the job (cut at 8 s here).
+DBUF_FAULT=kill:1 timeout 8 "$MPIRUN" --mca orte_abort_on_non_zero_status 0 --oversubscribe -np 3 \
+  "$DBUF" $BASE --timeout 0 >"$T/stdout" 2>"$T/stderr.all"
+CODE=$?
+if [ "$CODE" -eq 124 ] && ! grep -q "timeout after" "$T/stderr.all"; then
+  pass "rank 1 killed, abort off, --timeout 0: no watchdog, the job waits (cut by timeout 8)"
+else
+  fail "rank 1 killed, abort off, --timeout 0: exit $CODE, want 124 from timeout"
+fi
+for bad in -1 604801 x; do
+  BASE_ARGS="$BASE --timeout $bad" ODD_RANKS=none ODD_ARGS= wrapped 2
+  if [ "$bad" = x ]; then want="dbuf-shard: --timeout: 'x' is not an integer"; else
+    want="dbuf-shard: --timeout: $bad is out of range [0, 604800]"; fi
+  every_rank 2 "$want" "--timeout $bad"
+done
+
+# --- Memory -----------------------------------------------------------------
+# The default model on 2 ranks: rank 1 holds [rank_offsets[1], size) x 2 bytes.
+"$DBUF" plan --dp 2 --format json >"$T/plan2.json"
+bytes1=$(jq '(.size - .rank_offsets[1]) * 2' "$T/plan2.json")
+BASE_ARGS="-q" ODD_RANKS=1 ODD_ARGS="-q" ODD_SETUP="ulimit -v 1000000" wrapped 2
+every_rank 1 "dbuf-shard: rank 1: cannot allocate a segment of $bytes1 bytes: Cannot allocate memory" \
+  "rank 1 cannot allocate (ulimit -v 1000000)"
+# mlock forbidden on rank 1: RLIMIT_MEMLOCK 0 (root also loses CAP_IPC_LOCK).
+"$DBUF" plan --shapes "$T/small.shapes" --dp 2 --format json >"$T/plan-small2.json"
+lock1=$(jq '(.size - .rank_offsets[1]) * 2' "$T/plan-small2.json")
+prefix=
+[ "$(id -u)" -eq 0 ] && prefix="setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock"
+BASE_ARGS="$BASE --lock" ODD_RANKS=1 ODD_ARGS="$BASE --lock" ODD_SETUP="ulimit -l 0" \
+  ODD_PREFIX=$prefix wrapped 2
+every_rank 1 "dbuf-shard: rank 1: mlock of $lock1 bytes failed (Operation not permitted): RLIMIT_MEMLOCK is 0 bytes (hard limit 0 bytes) and the segment needs $lock1 bytes plus what this process already locked; raise it (ulimit -l) or grant CAP_IPC_LOCK" \
+  "rank 1 may not lock (ulimit -l 0)"
+
+# --- Inputs -----------------------------------------------------------------
+BASE_ARGS="-q --shapes $T/missing.shapes" ODD_RANKS=none ODD_ARGS= wrapped 3
+every_rank 2 "dbuf-shard: rank 0: $T/missing.shapes: cannot open: No such file or directory" \
+  "rank 0 cannot read its input"
+# A named pipe nobody writes: rank 0 blocks opening it, and the watchdog
+# ends the job, naming rank 0 and the phase.
+mkfifo "$T/fifo"
+BASE_ARGS="-q --shapes $T/fifo --timeout 3" ODD_RANKS=none ODD_ARGS= wrapped 3
+if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
+  grep -q "^dbuf-shard: rank 0: timeout after 3 s in phase planning and broadcast (" "$T/stderr"; then
+  pass "a FIFO as input: the watchdog ended the job ($CODE) in ${SECS}s"
+else
+  fail "a FIFO as input: exit $CODE after ${SECS}s: $ERR"
+fi
+# --check-inputs: rank 2's copy of the file has other bytes.
+cp "$T/small.shapes" "$T/other.shapes"
+echo "extra 4x4" >>"$T/other.shapes"
+BASE_ARGS="$BASE --check-inputs" ODD_RANKS=2 ODD_ARGS="-q --shapes $T/other.shapes --check-inputs" wrapped 3
+line=$(head -1 "$T/stderr")
+if [ "$EXITS" = "2 2 2" ] && [ "$SECS" -le "$LIMIT" ] && [ "$(wc -l <"$T/stderr")" -eq 1 ] &&
+  [ "${line#dbuf-shard: input differs from rank 0\'s (}" != "$line" ] &&
+  [ "${line% rank 2 (*}" != "$line" ]; then
+  pass "check-inputs, rank 2 sees other bytes: every rank exit 2: $line"
+else
+  fail "check-inputs, rank 2 sees other bytes: exits '$EXITS', ${SECS}s, stderr '$ERR'"
+fi
+
+# --- Output -----------------------------------------------------------------
+# --report into a folder that does not exist fails before the run (no plan printed).
+BASE_ARGS="$BASE --report $T/no/such/dir/r.json" ODD_RANKS=none ODD_ARGS= wrapped 3
+every_rank 2 "dbuf-shard: --report $T/no/such/dir/r.json: cannot create: No such file or directory" \
+  "--report into a missing folder"
+if [ ! -s "$T/stdout" ]; then pass "--report into a missing folder: nothing run"; else fail "--report into a missing folder: the run went ahead"; fi
+BASE_ARGS="$BASE --report $T" ODD_RANKS=none ODD_ARGS= wrapped 2
+every_rank 2 "dbuf-shard: --report $T: is a folder" "--report naming a folder"
+
+finish
