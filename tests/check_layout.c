@@ -516,6 +516,37 @@ START_TEST(test_queries_seed)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz_shapes_text): the rows of a piece ending near
+ * INT64_MAX were rounded up as (end + row_elems - 1) / row_elems, a signed
+ * overflow.  One tensor of R rows of 3, R * 3 = INT64_MAX - 1, on 2 ranks:
+ * the last piece ends at the tensor's last row. */
+START_TEST(test_pieces_near_int64_max)
+{
+  const int64_t rows = INT64_C(3074457345618258602);
+  int64_t dims[2] = {rows, 3}, n = 0;
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  dbuf_piece_t pc[2];
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, dims, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_rank_pieces(l, 1, pc, 2, &n), 0);
+  ck_assert_int_eq(n, 1);
+  ck_assert_int_gt(pc[0].nrows, 0);
+  ck_assert_int_eq(pc[0].first_row + pc[0].nrows, rows);
+  ck_assert_int_eq(pc[0].nelems, pc[0].nrows * 3);
+  ck_assert_int_eq(dbuf_layout_tensor_pieces(l, 0, pc, 2, &n), 0);
+  ck_assert_int_eq(n, 2);
+  ck_assert_int_eq(pc[0].nrows + pc[1].nrows, rows);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 START_TEST(test_local_range)
 {
   /* 8 segments; mesh (outer 2) x (inner 2) x (tp 2), shard over outer+inner. */
@@ -729,6 +760,7 @@ layout_suite(void)
   tc = tcase_create("queries");
   tcase_add_test(tc, test_queries_seed);
   tcase_add_test(tc, test_local_range);
+  tcase_add_test(tc, test_pieces_near_int64_max);
   tcase_add_test(tc, test_auto_owners);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");

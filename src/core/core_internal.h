@@ -54,6 +54,14 @@ dbuf__gcd(int64_t a, int64_t b)
   return a;
 }
 
+/* Ceiling of a / b for a >= 0 and b >= 1, without the overflow of
+ * (a + b - 1) / b when a is near INT64_MAX. */
+static inline int64_t
+dbuf__ceil_div(int64_t a, int64_t b)
+{
+  return a / b + (a % b != 0);
+}
+
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);
 void *dbuf__mallocn(int64_t n, size_t sz);

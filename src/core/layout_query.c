@@ -131,7 +131,7 @@ fill_piece(const dbuf_layout_t *l, int64_t id, int rank, int64_t lo, int64_t hi,
   pc->elem_begin = b;
   pc->nelems = e - b;
   pc->first_row = b / re;
-  pc->nrows = (e + re - 1) / re - pc->first_row;
+  pc->nrows = dbuf__ceil_div(e, re) - pc->first_row;
   pc->whole_rows = b % re == 0 && e % re == 0;
   pc->offset = lo - l->range[rank];
 }

@@ -111,7 +111,7 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
       if (node != cur.node) {
         if (cur.node >= 0) {
           cur.nelems = cur_end - cur.elem_begin;
-          cur.rows = (cur_end + re - 1) / re - cur.first_row;
+          cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
           if (push_side(n, &scap, &cur) != 0)
             return DBUF_ENOMEM;
         }
@@ -128,7 +128,7 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
       continue;
     }
     cur.nelems = cur_end - cur.elem_begin;
-    cur.rows = (cur_end + re - 1) / re - cur.first_row;
+    cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
     if (push_side(n, &scap, &cur) != 0 || push_cross(n, &ccap, id, first_side) != 0)
       return DBUF_ENOMEM;
   }
