@@ -240,6 +240,37 @@ START_TEST(test_tensor_errors)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz_shapes_text): a name with a byte that is not
+ * UTF-8 was accepted, and `plan --format json` then wrote a layout JSON that
+ * no JSON reader (verify included) accepts.  Names must be UTF-8. */
+START_TEST(test_name_utf8)
+{
+  static const char *const bad[] = {
+      "blo\xf4k",          /* lead byte of 4 with no continuation */
+      "a\xc0\xaf",         /* overlong '/' */
+      "a\xed\xa0\x80",     /* UTF-16 surrogate */
+      "a\xf4\x90\x80\x80", /* past U+10FFFF */
+      "\x80",              /* continuation byte alone */
+      "a\xe2\x82",         /* truncated 3-byte sequence */
+  };
+  static const char *const good[] = {"gr\xc3\xb6\xc3\x9f" "e", "\xe5\xbc\xa0\xe9\x87\x8f",
+                                     "e\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
+  int64_t dims[1] = {3};
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(dbuf_tensors_add(t, bad[i], 1, dims, &d), DBUF_EINVAL);
+    ck_assert_msg(strstr(d.msg, "not UTF-8") != NULL, "%s", d.msg);
+  }
+  ck_assert_int_eq(dbuf_tensors_count(t), 0);
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, good[i], 1, dims, &d), 0);
+  ck_assert_int_eq(dbuf_tensors_count(t), 4);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 START_TEST(test_shape_errors)
 {
   dbuf_tensors_t *t;
@@ -751,6 +782,7 @@ layout_suite(void)
   tc = tcase_create("errors");
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
+  tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);
   tcase_add_test(tc, test_lcm_overflow);
   suite_add_tcase(s, tc);
