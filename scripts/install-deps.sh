@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(build-essential autoconf automake libtool pkg-config
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc check libjansson-dev
-  libxxhash-dev jq librsvg2-bin util-linux procps)
+  libxxhash-dev jq librsvg2-bin util-linux procps
+  clang libclang-rt-14-dev valgrind)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,11 +4,16 @@
 # On a fresh Debian 12 machine, as root: installs every missing Debian package
 # the build and the tests need, bootstraps, configures (warnings are errors),
 # builds, and runs every test: `make check` (unit, CLI and MPI suites),
-# `make distcheck`, the installed-library example, and the Slurm integration
-# test.  Exits non-zero on any failure.
+# the whole `make check` again in an ASan+UBSan build (_build-asan), the
+# serial CLI tests under valgrind memcheck, every fuzz harness for 60 s
+# (scripts/fuzz.sh, clang, ASan+UBSan), `make distcheck`, the
+# installed-library example, and the Slurm integration test.  Exits non-zero
+# on any failure; prints how long each step took.
 #
 #   scripts/test.sh                 everything
-#   DBUF_TEST_QUICK=1 scripts/test.sh   make check only (no distcheck, no Slurm)
+#   DBUF_TEST_QUICK=1 scripts/test.sh   make check only (no sanitizers,
+#                                   valgrind, fuzzing, distcheck or Slurm)
+#   DBUF_FUZZ_SECONDS=N             fuzz each harness N s (default 60)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,8 +37,9 @@ make -j2 >/dev/null
 
 suites_passed=0
 suites_failed=0
-step() { # step NAME COMMAND...: run, tally, never stop early
-  local name=$1
+timings=()
+step() { # step NAME COMMAND...: run, tally, time, never stop early
+  local name=$1 start=$SECONDS
   shift
   echo "== $name"
   if "$@"; then
@@ -42,11 +48,12 @@ step() { # step NAME COMMAND...: run, tally, never stop early
     suites_failed=$((suites_failed + 1))
     echo "FAILED: $name"
   fi
+  timings+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
 }
 
-check() {
-  local rc=0
-  make -j2 check >"$build/check.out" 2>&1 || rc=$?
+check() { # check [MAKE ARGS...]: make check in the current build folder
+  local rc=0 build=$PWD
+  make -j2 check "$@" >"$build/check.out" 2>&1 || rc=$?
   grep -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$build/check.out" || true
   # Each Check suite's own summary line, and each script's tally.
   find tests -name '*.log' ! -name test-suite.log | sort | while read -r log; do
@@ -64,12 +71,40 @@ check() {
 }
 step "make check" check
 
+# The whole suite again with AddressSanitizer and UBSan (UB aborts: see
+# configure.ac).  allocator_may_return_null: the tests ask for impossible
+# sizes and expect ENOMEM, not an ASan abort.  Open MPI keeps allocations
+# until exit: tests/lsan.supp names its libraries, and nothing of dbuf's.
+asan_check() {
+  local asan=${DBUF_ASAN_BUILD_DIR:-$top/_build-asan}
+  mkdir -p "$asan"
+  (
+    cd "$asan"
+    "$top/configure" -q --enable-sanitizers
+    make -j2 >make.out 2>&1 || { tail -30 make.out; exit 1; }
+    export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=0
+    export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    check
+  )
+}
+# valgrind memcheck on the serial CLI tests (tests/cli/lib.sh, DBUF_VALGRIND).
+valgrind_check() {
+  DBUF_VALGRIND=1 check TESTS="$valgrind_tests"
+}
+valgrind_tests="tests/cli/test-plan.sh tests/cli/test-verify.sh tests/cli/test-inputs.sh"
+
 if [ -z "${DBUF_TEST_QUICK:-}" ]; then
+  step "make check (ASan+UBSan)" asan_check
+  step "valgrind: $valgrind_tests" valgrind_check
+  step "fuzz ${DBUF_FUZZ_SECONDS:-60} s per harness" "$top/scripts/fuzz.sh" "${DBUF_FUZZ_SECONDS:-60}"
   for s in "$top"/scripts/test-*.sh; do
     [ -x "$s" ] && step "$(basename "$s")" "$s" "$build"
   done
   step "make distcheck" sh -c 'make -j2 distcheck >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }'
 fi
 
+echo "== timings"
+printf '%s\n' "${timings[@]}"
 echo "test-suites: $suites_passed passed, $suites_failed failed"
 [ "$suites_failed" -eq 0 ]

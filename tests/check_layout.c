@@ -240,6 +240,37 @@ START_TEST(test_tensor_errors)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz_shapes_text): a name with a byte that is not
+ * UTF-8 was accepted, and `plan --format json` then wrote a layout JSON that
+ * no JSON reader (verify included) accepts.  Names must be UTF-8. */
+START_TEST(test_name_utf8)
+{
+  static const char *const bad[] = {
+      "blo\xf4k",          /* lead byte of 4 with no continuation */
+      "a\xc0\xaf",         /* overlong '/' */
+      "a\xed\xa0\x80",     /* UTF-16 surrogate */
+      "a\xf4\x90\x80\x80", /* past U+10FFFF */
+      "\x80",              /* continuation byte alone */
+      "a\xe2\x82",         /* truncated 3-byte sequence */
+  };
+  static const char *const good[] = {"gr\xc3\xb6\xc3\x9f" "e", "\xe5\xbc\xa0\xe9\x87\x8f",
+                                     "e\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
+  int64_t dims[1] = {3};
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(dbuf_tensors_add(t, bad[i], 1, dims, &d), DBUF_EINVAL);
+    ck_assert_msg(strstr(d.msg, "not UTF-8") != NULL, "%s", d.msg);
+  }
+  ck_assert_int_eq(dbuf_tensors_count(t), 0);
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, good[i], 1, dims, &d), 0);
+  ck_assert_int_eq(dbuf_tensors_count(t), 4);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 START_TEST(test_shape_errors)
 {
   dbuf_tensors_t *t;
@@ -511,6 +542,37 @@ START_TEST(test_queries_seed)
   ck_assert_int_eq(st.min_segment, 12);
   ck_assert_int_eq(st.max_segment, 12);
   ck_assert_int_eq(st.largest_tensor, 1);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* Found by tests/fuzz (fuzz_shapes_text): the rows of a piece ending near
+ * INT64_MAX were rounded up as (end + row_elems - 1) / row_elems, a signed
+ * overflow.  One tensor of R rows of 3, R * 3 = INT64_MAX - 1, on 2 ranks:
+ * the last piece ends at the tensor's last row. */
+START_TEST(test_pieces_near_int64_max)
+{
+  const int64_t rows = INT64_C(3074457345618258602);
+  int64_t dims[2] = {rows, 3}, n = 0;
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  dbuf_piece_t pc[2];
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, dims, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_rank_pieces(l, 1, pc, 2, &n), 0);
+  ck_assert_int_eq(n, 1);
+  ck_assert_int_gt(pc[0].nrows, 0);
+  ck_assert_int_eq(pc[0].first_row + pc[0].nrows, rows);
+  ck_assert_int_eq(pc[0].nelems, pc[0].nrows * 3);
+  ck_assert_int_eq(dbuf_layout_tensor_pieces(l, 0, pc, 2, &n), 0);
+  ck_assert_int_eq(n, 2);
+  ck_assert_int_eq(pc[0].nrows + pc[1].nrows, rows);
   dbuf_layout_destroy(l);
   dbuf_tensors_destroy(t);
 }
@@ -841,6 +903,7 @@ layout_suite(void)
   tc = tcase_create("errors");
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
+  tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);
   tcase_add_test(tc, test_lcm_overflow);
   suite_add_tcase(s, tc);
@@ -852,6 +915,7 @@ layout_suite(void)
   tc = tcase_create("queries");
   tcase_add_test(tc, test_queries_seed);
   tcase_add_test(tc, test_local_range);
+  tcase_add_test(tc, test_pieces_near_int64_max);
   tcase_add_test(tc, test_auto_owners);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");

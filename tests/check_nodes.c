@@ -337,6 +337,38 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* Found by tests/fuzz: the rows of a crossing side ending near INT64_MAX
+ * were rounded up with a signed overflow.  One tensor of R rows of 3
+ * (R * 3 = INT64_MAX - 1) over 2 ranks, one node each: two sides whose rows
+ * add up to R, the second ending at row R. */
+START_TEST(test_side_near_int64_max)
+{
+  const int64_t rows = INT64_C(3074457345618258602);
+  int64_t dims[2] = {rows, 3};
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  dbuf_nodes_t *n;
+  dbuf_node_crossing_t c;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, dims, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_nodes_create_blocked(l, 2, 1, 1, &n, NULL), 0);
+  ck_assert_int_eq(dbuf_nodes_ncrossing(n), 1);
+  ck_assert_int_eq(dbuf_nodes_crossing(n, 0, &c), 0);
+  ck_assert_int_eq(c.nsides, 2);
+  ck_assert_int_eq(c.sides[0].first_row, 0);
+  ck_assert_int_eq(c.sides[0].rows + c.sides[1].rows, rows);
+  ck_assert_int_eq(c.sides[1].first_row + c.sides[1].rows, rows);
+  dbuf_nodes_destroy(n);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -350,6 +382,7 @@ main(void)
   tcase_add_test(tc, test_three_sides);
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_large);
+  tcase_add_test(tc, test_side_near_int64_max);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

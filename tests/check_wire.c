@@ -4,6 +4,7 @@
  * future version, forged counts) rejected with the right code.
  */
 #include "dbuf/layout.h"
+#include "dbuf/layout_json.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/wire.h"
 
@@ -488,6 +489,36 @@ START_TEST(test_zoo_models)
 }
 END_TEST
 
+/* Found by tests/fuzz (fuzz_shapes_text): a TensorAtomic layout with no
+ * tensor holds an empty owner list; written to JSON and read back it lost
+ * that list, so the same layout had two wire digests. */
+START_TEST(test_json_keeps_empty_owners)
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l, *back;
+  int64_t range[2] = {0, 0};
+  int owners[1] = {0};
+  char *text;
+  size_t len;
+  uint64_t d1, d2;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_TENSOR, 2, 1, 0, 0, NULL,
+                                          range, owners, &l, &d), 0);
+  ck_assert_ptr_nonnull(dbuf_layout_owners(l));
+  ck_assert_int_eq(dbuf_layout_to_json(l, 0, &text, &len), 0);
+  ck_assert_int_eq(dbuf_layout_from_json("empty.json", text, len, &back, &d), 0);
+  ck_assert_ptr_nonnull(dbuf_layout_owners(back));
+  ck_assert_int_eq(dbuf_wire_digest(l, &d1, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(back, &d2, NULL), 0);
+  ck_assert_uint_eq(d1, d2);
+  free(text);
+  dbuf_layout_destroy(back);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 static Suite *
 wire_suite(void)
 {
@@ -497,6 +528,7 @@ wire_suite(void)
   tcase_add_loop_test(tc, test_golden_round_trip, 0, (int)json_array_size(cases));
   tcase_add_test(tc, test_seed_kinds);
   tcase_add_loop_test(tc, test_zoo_models, 0, 7);
+  tcase_add_test(tc, test_json_keeps_empty_owners);
   suite_add_tcase(s, tc);
   tc = tcase_create("corruption");
   tcase_set_timeout(tc, 120);

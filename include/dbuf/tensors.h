@@ -47,7 +47,8 @@ DBUF_EXPORT int dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n);
 
 /**
  * \brief Append a tensor; name and dims are copied.
- * \param[in] name  non-empty, unique in the list, no whitespace or control chars
+ * \param[in] name  non-empty, unique in the list, valid UTF-8, no whitespace or
+ *                  control chars
  * \param[in] ndim  1..DBUF_MAX_DIMS
  * \param[in] dims  ndim values; dims[0] >= 0, dims[1..] >= 1
  * \return 0, or

@@ -350,7 +350,7 @@ dbuf__layout_build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p
 
   /* Regular tensors in id order; offset stays chunk-aligned between them. */
   int64_t offset = 0;
-  char *placed = calloc((size_t)(nreg ? nreg : 1), 1);
+  char *placed = dbuf__calloc(nreg, 1);
   if (placed == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);

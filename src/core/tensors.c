@@ -186,14 +186,48 @@ rehash(dbuf_tensors_t *t, int64_t nslots)
   return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), or 0. */
+static int
+utf8_len(const unsigned char *p)
+{
+  int n;
+  unsigned lo = 0x80, hi = 0xbf;
+  if (p[0] < 0x80)
+    return 1;
+  if (p[0] >= 0xc2 && p[0] <= 0xdf)
+    n = 2;
+  else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+    n = 3;
+    lo = p[0] == 0xe0 ? 0xa0 : 0x80;
+    hi = p[0] == 0xed ? 0x9f : 0xbf;
+  } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+    n = 4;
+    lo = p[0] == 0xf0 ? 0x90 : 0x80;
+    hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+  } else
+    return 0;
+  if (p[1] < lo || p[1] > hi)
+    return 0;
+  for (int k = 2; k < n; k++)
+    if (p[k] < 0x80 || p[k] > 0xbf)
+      return 0;
+  return n;
+}
+
+/* Names are UTF-8 (they are written into JSON, which cannot hold other
+ * bytes) without spaces or control characters. */
 static int
 name_ok(const char *name)
 {
-  if (name[0] == '\0')
+  const unsigned char *p = (const unsigned char *)name;
+  if (*p == '\0')
     return 0;
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-    if (*p <= ' ' || *p == 0x7f)
+  while (*p) {
+    int n = utf8_len(p);
+    if (n == 0 || (n == 1 && (*p <= ' ' || *p == 0x7f)))
       return 0;
+    p += n;
   }
   return 1;
 }
@@ -209,8 +243,8 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if (!name_ok(name))
     return dbuf__diag(diag, DBUF_EINVAL,
-                      "tensor %lld: name '%s' is empty or has spaces or "
-                      "control characters",
+                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
+                      "spaces or control characters",
                       (long long)t->n, name);
   if (t->nslots > 0) {
     int64_t s = find_slot(t, name, hash_name(name));

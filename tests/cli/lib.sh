@@ -5,6 +5,28 @@ DATA=${DBUF_TEST_DATA:?DBUF_TEST_DATA is not set (run through make check)}
 command -v jq >/dev/null || { echo "FAIL: jq is required (scripts/test.sh installs it)"; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dbuf-cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# DBUF_VALGRIND=1: every dbuf-shard of the script runs under valgrind
+# memcheck (through libtool, so the real binary is checked, not its wrapper
+# script).  Any memory error or definite/indirect leak makes it exit 99,
+# which no test expects, and its report is appended to the stderr the test
+# sees; reports also go to $DBUF_VALGRIND_LOGS (default: the temp dir).
+if [ -n "${DBUF_VALGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "FAIL: DBUF_VALGRIND is set but valgrind is missing"; exit 1; }
+  vg_logs=${DBUF_VALGRIND_LOGS:-$T}
+  mkdir -p "$vg_logs"
+  cat >"$T/dbuf-shard-vg" <<WRAP
+#!/bin/sh
+log="$vg_logs/vg.\$\$.log"
+"$(dirname "$DBUF")/libtool" --mode=execute valgrind -q --error-exitcode=99 \
+  --leak-check=full --show-leak-kinds=definite,indirect \
+  --errors-for-leak-kinds=definite,indirect --log-file="\$log" "$DBUF" "\$@"
+rc=\$?
+[ \$rc -eq 99 ] && cat "\$log" >&2
+exit \$rc
+WRAP
+  chmod +x "$T/dbuf-shard-vg"
+  DBUF=$T/dbuf-shard-vg
+fi
 PASSED=0
 FAILED=0
 pass() { PASSED=$((PASSED + 1)); echo "PASS: $1"; }
