@@ -355,6 +355,7 @@ cmd_plan(int argc, char **argv)
     goto out;
   }
   /* Refused before planning: a huge dp takes memory to plan. */
+  dbuf_diag_t d;
   if (!json && dbuf_report_check(rfmt, o.params.nranks, &d) != 0) {
     cli_err("--format %s", d.msg);
     goto out;

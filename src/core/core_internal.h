@@ -93,14 +93,6 @@ dbuf__gcd(int64_t a, int64_t b)
 int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
                      int64_t *size, char *why, size_t why_len);
 
-/* Ceiling of a / b for a >= 0 and b >= 1, without the overflow of
- * (a + b - 1) / b when a is near INT64_MAX. */
-static inline int64_t
-dbuf__ceil_div(int64_t a, int64_t b)
-{
-  return a / b + (a % b != 0);
-}
-
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);
 void *dbuf__mallocn(int64_t n, size_t sz);
