@@ -219,6 +219,18 @@ dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
   rep.t = dbuf_layout_tensors(l);
   rep.nranks = dbuf_layout_nranks(l);
   rep.range = dbuf_layout_range(l);
+  /* A layout read from a file may fail validation and still be reported
+   * (verify prints its table): every per-rank figure is bounded by size only
+   * when the ranges are ordered inside [0, size]. */
+  for (int r = 0; r < rep.nranks; r++) {
+    if (rep.range[r] < 0 || rep.range[r] > rep.range[r + 1] ||
+        rep.range[r + 1] > dbuf_layout_size(l))
+      return dbuf__diag(diag, DBUF_ELAYOUT,
+                        "rank %d: segment [%lld, %lld) is not ordered inside "
+                        "the buffer [0, %lld)",
+                        r, (long long)rep.range[r], (long long)rep.range[r + 1],
+                        (long long)dbuf_layout_size(l));
+  }
   if ((rc = dbuf_layout_stats(l, &rep.st)) != 0)
     return dbuf__diag(diag, rc, "layout statistics: %s", dbuf_strerror(rc));
   /* Every byte figure is at most size x elem_size (aligned sums are checked
