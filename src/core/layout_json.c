@@ -257,12 +257,9 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
                     name, (long long)logical, (long long)dbuf_tensors_total(t));
     goto out;
   }
-  /* A TensorAtomic layout without tensors has an (empty) owner list, as the
-   * builder makes it: the same layout must give the same wire digest. */
-  int has_owners = nowners > 0 || (n == 0 && kind == DBUF_LAYOUT_TENSOR);
   dbuf_diag_t d;
   rc = dbuf_layout_from_parts(t, kind, (int)dp, block, chunk, size, offsets,
-                              ranks, has_owners ? owners : NULL, out, &d);
+                              ranks, nowners ? owners : NULL, out, &d);
   if (rc != 0)
     dbuf__diag(diag, rc, "%s: %s", name, d.msg);
 out:

@@ -240,6 +240,9 @@ check_round_trips(const dbuf_layout_t *l)
   FUZZ_CHECK(dbuf_layout_validate(back, NULL, NULL, NULL, NULL) == 0);
   dbuf_layout_destroy(back);
 
+  /* The JSON reader refuses a layout without tensors ("no tensors"). */
+  if (dbuf_layout_ntensors(l) == 0)
+    return;
   char *text;
   size_t tlen;
   unsigned flags = dbuf_layout_nranks(l) <= 64 ? DBUF_JSON_PIECES : 0;

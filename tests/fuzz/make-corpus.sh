@@ -115,4 +115,18 @@ printf '%s' '{"weight_map":{"x":"/etc/passwd"}}' >"$x/absolute"
 printf '%s' '{"weight_map":{}}' >"$x/empty-map"
 printf '%s' '{"weight_map":{"q":"c.safetensors"}}' >"$x/no-such-file"
 printf '%s' '{"weight_map":{"x":"model.safetensors.index.json"}}' >"$x/names-itself"
+# --- the malformed-input corpus of the CLI tests, where present ---
+if [ -d "$data/malformed" ]; then
+  for f in "$data/malformed"/*; do
+    b=$(basename "$f")
+    case $b in
+    idx-*) cp "$f" "$x/malformed-$b" ;;
+    st-* | shard-*) cp "$f" "$s/malformed-$b" ;;
+    layout-*) cp "$f" "$l/malformed-$b"; { printf 'J'; cat "$f"; } >"$out/wire/J-malformed-$b" ;;
+    json-*) cp "$f" "$j/malformed-$b" ;;
+    owners-*) cp "$f" "$o/malformed-$b" ;;
+    *.shapes | text-*) cp "$f" "$t/malformed-$b" ;;
+    esac
+  done
+fi
 echo "corpus: $(find "$out" -type f | wc -l) seeds, $(du -sk "$out" | cut -f1) KiB"
