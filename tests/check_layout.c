@@ -708,6 +708,127 @@ START_TEST(test_random_properties)
 }
 END_TEST
 
+/*
+ * Hostile layouts from files or the wire (issue 8): every value at the
+ * int64 limits.  Each is either refused by dbuf_layout_from_parts() or
+ * validated into exactly the listed violations, and every query then
+ * answers without overflowing (the UBSan build halts on any overflow).
+ */
+typedef struct {
+  const char *what;
+  dbuf_layout_kind_t kind;
+  int64_t block, chunk, size;
+  int nt;                 /* tensors t0..: 1-D or 2-D */
+  int64_t dims[2][2];     /* {rows, row_elems}; row_elems 0: 1-D */
+  int64_t offsets[2];
+  int64_t ranks[2];       /* dp 2 */
+  int owners;             /* tensor kind: owners {0, 1} */
+  int from_parts_rc;      /* 0, or the refusal */
+  int kinds[4];           /* violations expected (0-terminated), in order */
+  const char *needle;     /* in the first message (or the refusal) */
+} hostile_t;
+
+static const hostile_t hostile[] = {
+    {"block x row size past INT64_MAX (SIGFPE before)", DBUF_LAYOUT_UNPADDED,
+     INT64_C(4294967296), 0, INT64_C(8589934592), 1,
+     {{2, INT64_C(4294967296)}}, {0}, {0, 1}, 0, DBUF_EOVERFLOW, {0},
+     "tensor t0: block size 4294967296 x row size 4294967296 overflows"},
+    {"empty tensor with a huge block", DBUF_LAYOUT_PADDED, INT64_MAX, 1, 0, 1,
+     {{0, 2}}, {0}, {0, 0}, 0, DBUF_EOVERFLOW, {0}, "tensor t0: block size"},
+    {"rank offset INT64_MIN", DBUF_LAYOUT_PADDED, 1, 1, 8, 1, {{8, 0}}, {0},
+     {0, INT64_MIN}, 0, 0, {DBUF_VIOL_RANGE, 0},
+     "rank 0: segment [0, -9223372036854775808) ends before it starts"},
+    {"rank offset INT64_MAX", DBUF_LAYOUT_UNPADDED, 1, 0, 8, 1, {{8, 0}}, {0},
+     {0, INT64_MAX}, 0, 0, {DBUF_VIOL_RANGE, 0},
+     "rank 1: segment [9223372036854775807, 8) ends before it starts"},
+    {"shape [INT64_MAX] at offset 1", DBUF_LAYOUT_UNPADDED, 1, 0, 8, 1,
+     {{INT64_MAX, 0}}, {1}, {0, 4}, 0, 0,
+     {DBUF_VIOL_BOUNDS, DBUF_VIOL_BOUNDS, 0},
+     "tensor t0: [1, +9223372036854775807) is outside the buffer [0, 8)"},
+    {"offset INT64_MAX with an owner", DBUF_LAYOUT_TENSOR, 1, 0, 8, 2,
+     {{4, 0}, {4, 0}}, {INT64_MAX, 4}, {0, 4}, 1, 0,
+     {DBUF_VIOL_BOUNDS, 0},
+     "tensor t0: [9223372036854775807, +4) is outside the buffer [0, 8)"},
+    {"offset INT64_MIN", DBUF_LAYOUT_UNPADDED, 1, 0, 8, 2, {{4, 0}, {4, 0}},
+     {INT64_MIN, 4}, {0, 4}, 0, 0, {DBUF_VIOL_BOUNDS, 0},
+     "tensor t0: [-9223372036854775808, +4) is outside the buffer [0, 8)"},
+    {"buffer smaller than its tensors", DBUF_LAYOUT_UNPADDED, 1, 0, 4, 1,
+     {{8, 0}}, {0}, {0, 2}, 0, 0, {DBUF_VIOL_BOUNDS, DBUF_VIOL_BOUNDS, 0},
+     "tensor t0: [0, +8) is outside the buffer [0, 4)"},
+    {"size INT64_MAX, cut in a row", DBUF_LAYOUT_UNPADDED, 1, 0, INT64_MAX, 1,
+     {{1, INT64_MAX}}, {0}, {0, 5}, 0, 0, {DBUF_VIOL_CUT, 0},
+     "rank 1: boundary 5 cuts tensor t0 inside row 0"},
+};
+
+START_TEST(test_validate_hostile)
+{
+  const hostile_t *h = &hostile[_i];
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  viol_list_t vl = {{0}, 0};
+  int own[2] = {0, 1};
+
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < h->nt; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "t%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, h->dims[i][1] ? 2 : 1, h->dims[i], &d), 0);
+  }
+  int rc = dbuf_layout_from_parts(t, h->kind, 2, h->block, h->chunk, h->size,
+                                  h->offsets, h->ranks, h->owners ? own : NULL,
+                                  &l, &d);
+  ck_assert_msg(rc == h->from_parts_rc, "%s: from_parts %s (%s), want %s",
+                h->what, dbuf_err_name(rc), rc ? d.msg : "",
+                dbuf_err_name(h->from_parts_rc));
+  if (rc != 0) {
+    ck_assert_msg(strstr(d.msg, h->needle) != NULL, "%s: '%s' lacks '%s'",
+                  h->what, d.msg, h->needle);
+    ck_assert_ptr_null(l);
+    dbuf_tensors_destroy(t);
+    return;
+  }
+  ck_assert_int_eq(dbuf_layout_validate(l, collect, &vl, NULL, &d), DBUF_ELAYOUT);
+  int nk = 0;
+  while (h->kinds[nk] != 0)
+    nk++;
+  ck_assert_msg(vl.n == nk, "%s: %d violations, want %d (first: %s)", h->what,
+                vl.n, nk, d.msg);
+  for (int k = 0; k < nk; k++)
+    ck_assert_msg(vl.kinds[k] == h->kinds[k], "%s: violation %d is kind %d, want %d",
+                  h->what, k, vl.kinds[k], h->kinds[k]);
+  ck_assert_msg(strstr(d.msg, h->needle) != NULL, "%s: '%s' lacks '%s'", h->what,
+                d.msg, h->needle);
+
+  /* The queries on the same layout: defined answers, no overflow. */
+  dbuf_layout_stats_t st;
+  ck_assert_int_eq(dbuf_layout_stats(l, &st), 0);
+  ck_assert(st.padding >= 0 && st.gap_elems >= 0);
+  for (int r = 0; r < 2; r++) {
+    dbuf_piece_t pc[4];
+    int64_t np;
+    ck_assert_int_eq(dbuf_layout_rank_pieces(l, r, pc, 4, &np), 0);
+    for (int64_t k = 0; k < np && k < 4; k++)
+      ck_assert(pc[k].nelems > 0 && pc[k].offset >= 0);
+  }
+  for (int i = 0; i < h->nt; i++) {
+    int64_t np;
+    ck_assert_int_eq(dbuf_layout_tensor_pieces(l, i, NULL, 0, &np), 0);
+  }
+  int64_t probe[] = {0, 1, h->size / 2, h->size - 1};
+  for (size_t k = 0; k < sizeof probe / sizeof probe[0]; k++) {
+    int64_t id;
+    int owner;
+    if (probe[k] < 0 || probe[k] >= h->size)
+      continue;
+    ck_assert_int_eq(dbuf_layout_tensor_at(l, probe[k], &id), 0);
+    ck_assert_int_eq(dbuf_layout_owner_of(l, probe[k], &owner), 0);
+  }
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -725,6 +846,8 @@ layout_suite(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("validate");
   tcase_add_test(tc, test_validate_broken);
+  tcase_add_loop_test(tc, test_validate_hostile, 0,
+                      (int)(sizeof hostile / sizeof hostile[0]));
   suite_add_tcase(s, tc);
   tc = tcase_create("queries");
   tcase_add_test(tc, test_queries_seed);

@@ -26,6 +26,10 @@ shapes(const char *text)
 {
   dbuf_tensors_t *t = NULL;
   dbuf_diag_t d;
+  if (text[0] == '\0') { /* an empty list: the parser refuses "no tensors" */
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    return t;
+  }
   ck_assert_msg(dbuf_shapes_parse("test", text, strlen(text), &t, &d) == 0,
                 "%s", d.msg);
   return t;

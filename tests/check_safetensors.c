@@ -228,16 +228,18 @@ START_TEST(test_padding_and_empty)
   ck_assert_int_eq(dbuf_tensors_count(dbuf_st_tensors(st)), 1);
   dbuf_st_destroy(st);
 
+  /* Issue 8: a checkpoint without tensors is an input error, never an
+   * empty layout. */
   write_st("empty.safetensors", "{}      ", 0);
-  ck_assert_int_eq(open1("empty.safetensors", &st, &diag), 0);
-  ck_assert_int_eq(dbuf_tensors_count(dbuf_st_tensors(st)), 0);
-  ck_assert_int_eq(dbuf_st_tensor_info(st, 0, &(dbuf_st_info_t){0}),
-                   DBUF_ERANGE);
-  dbuf_st_destroy(st);
+  st = NULL;
+  ck_assert_int_eq(open1("empty.safetensors", &st, &diag), DBUF_EFORMAT);
+  ck_assert_ptr_null(st);
+  ck_assert_msg(strstr(diag.msg, "empty.safetensors: no tensors") != NULL, "%s",
+                diag.msg);
 
   write_st("meta.safetensors", "{'__metadata__':{}}", 0);
-  ck_assert_int_eq(open1("meta.safetensors", &st, &diag), 0);
-  dbuf_st_destroy(st);
+  ck_assert_int_eq(open1("meta.safetensors", &st, &diag), DBUF_EFORMAT);
+  ck_assert_ptr_null(st);
 }
 END_TEST
 
@@ -664,10 +666,10 @@ START_TEST(test_index_empty)
   dbuf_diag_t diag;
   write_raw("e.index.json", "{\"weight_map\":{}}", 17);
   const char *p = tpath("e.index.json");
-  ck_assert_int_eq(dbuf_st_open(&p, 1, NULL, 0, &st, &diag), 0);
-  ck_assert_int_eq(dbuf_st_file_count(st), 0);
-  ck_assert_int_eq(dbuf_tensors_count(dbuf_st_tensors(st)), 0);
-  dbuf_st_destroy(st);
+  ck_assert_int_eq(dbuf_st_open(&p, 1, NULL, 0, &st, &diag), DBUF_EFORMAT);
+  ck_assert_ptr_null(st);
+  ck_assert_msg(strstr(diag.msg, "\"weight_map\" is empty: no tensors") != NULL,
+                "%s", diag.msg);
   const char *missing = tpath("none.index.json");
   expect_fail(&missing, 1, NULL, 0, DBUF_ENOTFOUND, "none.index.json", NULL);
 }

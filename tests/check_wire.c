@@ -364,6 +364,53 @@ START_TEST(test_forged_fields)
 }
 END_TEST
 
+/*
+ * Issue 8, defect 1: a sealed message whose block x row size overflows
+ * (block 2^32, tensor a 2 x 2^32) decoded without error, and validating it
+ * took `% 0` (SIGFPE).  It is refused at decode, naming the tensor.
+ */
+START_TEST(test_block_row_overflow)
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l, *back = NULL;
+  dbuf_layout_params_t p;
+  dbuf_diag_t d;
+  uint8_t *buf;
+  int64_t len;
+  const int64_t shape[2] = {2, 4};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "a", 2, shape, NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  /* Layout of the message: header (128 bytes), TENSORS tag and length,
+   * then "a": name length, 1 name byte, dim count, dims at 161 and 169. */
+  ck_assert_int_eq(get64(buf + 144), 1);
+  ck_assert_int_eq(get64(buf + 153), 2);
+  ck_assert_int_eq(get64(buf + 169), 4);
+  /* RANGE is the last section: [0, 4, 8] in the 3 words before the sum. */
+  ck_assert_int_eq(get64(buf + len - 16), 8);
+  put64(buf + 48, (uint64_t)1 << 32);  /* block size */
+  put64(buf + 64, (uint64_t)1 << 33);  /* size */
+  put64(buf + 169, (uint64_t)1 << 32); /* row size of a */
+  put64(buf + len - 24, 1);            /* rank 1 starts at 1 */
+  put64(buf + len - 16, (uint64_t)1 << 33);
+  reseal(buf, len);
+  dbuf_diag_clear(&d);
+  int rc = dbuf_wire_decode(buf, len, &back, &d);
+  ck_assert_msg(rc == DBUF_EOVERFLOW, "decode: %s (%s)", dbuf_err_name(rc), d.msg);
+  ck_assert_ptr_null(back);
+  ck_assert_str_eq(d.msg, "tensor a: block size 4294967296 x row size 4294967296 "
+                          "overflows 64 bits");
+  free(buf);
+  dbuf_layout_destroy(back);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* An optional section (tag >= 256) is skipped: room for later additions. */
 START_TEST(test_optional_section)
 {
@@ -457,6 +504,7 @@ wire_suite(void)
   tcase_add_test(tc, test_truncated_and_long);
   tcase_add_test(tc, test_magic_version_kind);
   tcase_add_test(tc, test_forged_fields);
+  tcase_add_test(tc, test_block_row_overflow);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);
   suite_add_tcase(s, tc);

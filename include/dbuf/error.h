@@ -77,6 +77,15 @@ typedef struct dbuf_diag {
 /** \brief Clear a diagnostic (code 0, empty message). NULL is accepted. */
 DBUF_EXPORT void dbuf_diag_clear(dbuf_diag_t *diag);
 
+/**
+ * \brief Copy src into dst (len bytes, always NUL-terminated when len > 0)
+ * with every control byte (0x00-0x1f, 0x7f) written as the four characters
+ * \xNN, so that text read from a file stays one printable line.  Every
+ * diagnostic of the library is passed through it.  Not collective.
+ * \return the length of the escaped string before truncation
+ */
+DBUF_EXPORT size_t dbuf_escape_ctl(char *dst, size_t len, const char *src);
+
 #ifdef __cplusplus
 }
 #endif

@@ -87,8 +87,9 @@ DBUF_EXPORT int dbuf_layout_plan_owners(const dbuf_tensors_t *tensors, int nrank
  * \param[in] offsets       count(tensors) entries
  * \param[in] rank_offsets  nranks entries (the first must be 0)
  * \param[in] owners        NULL, or count(tensors) entries (TENSOR)
- * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ELAYOUT (size < 0, first rank
- *   offset not 0), DBUF_ENOMEM
+ * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ELAYOUT (size < 0, chunk
+ *   size not positive), DBUF_EOWNER, DBUF_EOVERFLOW (block_size x row size
+ *   of a tensor past INT64_MAX), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_layout_from_parts(const dbuf_tensors_t *tensors,
                                        dbuf_layout_kind_t kind, int nranks,
@@ -193,6 +194,13 @@ DBUF_EXPORT int dbuf_layout_local_range(const dbuf_layout_t *l, int naxes,
                                         int64_t *end, int *first_seg, int *nseg,
                                         dbuf_diag_t *diag);
 
+/*
+ * The queries below accept any layout, also one that fails
+ * dbuf_layout_validate(): there a tensor outside the buffer holds no piece
+ * and no element, and rank offsets outside [0, size] count as the nearest
+ * end of the buffer.  Their answers mean something only for a valid layout.
+ */
+
 /**
  * \brief Rank owning global element i, 0 <= i < size (padding has an owner
  * too).  Empty segments own nothing.  O(log nranks).
@@ -241,7 +249,7 @@ DBUF_EXPORT int dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor
 /** Summary figures of a layout. */
 typedef struct dbuf_layout_stats {
   int64_t logical;        /**< sum of tensor elements */
-  int64_t padding;        /**< size - logical */
+  int64_t padding;        /**< size - logical (0 if the tensors hold more: an invalid layout) */
   int64_t gap_elems;      /**< padding before the end of the last tensor */
   int64_t tail_elems;     /**< padding after the end of the last tensor */
   int64_t min_segment, max_segment;

@@ -35,7 +35,7 @@ DBUF_EXPORT int dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags,
 
 /**
  * \brief Parse a layout JSON document; name is used in messages.
- * \return 0, or DBUF_EPARSE ("NAME:LINE: ..."), DBUF_ESHAPE, DBUF_EDUP,
+ * \return 0, or DBUF_EPARSE ("NAME:LINE: ...", or no tensors), DBUF_ESHAPE, DBUF_EDUP,
  *   DBUF_EOWNER, DBUF_ENRANKS, DBUF_ELAYOUT, DBUF_EOVERFLOW, DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_layout_from_json(const char *name, const char *text,

@@ -78,6 +78,8 @@ typedef struct dbuf_node_crossing {
  *                         index out of range, a node without ranks, NULL or
  *                         empty name
  * \return DBUF_ENRANKS    nranks < 1 or not a divisor of the segment count
+ * \return DBUF_ELAYOUT    rank offsets out of order or a tensor outside the
+ *                         buffer (a layout that fails dbuf_layout_validate)
  * \return DBUF_EOVERFLOW  a byte count overflows
  * \return DBUF_ENOMEM
  */

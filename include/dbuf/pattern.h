@@ -39,7 +39,9 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
  * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size,
- *   a stop from progress), DBUF_ERANGE (0 <= start <= end <= size violated)
+ *   a stop from progress), DBUF_ERANGE (0 <= start <= end <= size violated),
+ *   DBUF_ELAYOUT (rank offsets out of order or a tensor outside the buffer:
+ *   validate first), DBUF_EOVERFLOW ((end - start) x elem_size bytes)
  */
 DBUF_EXPORT int dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end,
                                   void *buf, int64_t elem_size,
@@ -61,7 +63,7 @@ typedef struct dbuf_pattern_bad {
  * \param[out] nbad   number of wrong elements (may be NULL)
  * \param[out] first  the first wrong element (may be NULL; written if *nbad > 0)
  * \return 0 (also when elements are wrong: see nbad), or DBUF_EINVAL,
- *   DBUF_ERANGE as dbuf_pattern_fill()
+ *   DBUF_ERANGE, DBUF_ELAYOUT, DBUF_EOVERFLOW as dbuf_pattern_fill()
  */
 DBUF_EXPORT int dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
                                     const void *buf, int64_t elem_size,

@@ -81,6 +81,25 @@ typedef struct dbuf_report_opts {
 DBUF_EXPORT void dbuf_report_opts_init(dbuf_report_opts_t *opts);
 
 /**
+ * Pictures are for people: table and diagram (one line per rank) draw at
+ * most DBUF_REPORT_MAX_LINES ranks, svg (one band per rank) at most
+ * DBUF_REPORT_SVG_MAX_RANKS.  Larger requests are refused instead of
+ * writing gigabytes; summary and csv have no limit.
+ */
+#define DBUF_REPORT_MAX_LINES 1048576
+#define DBUF_REPORT_SVG_MAX_RANKS 65536
+
+/**
+ * \brief Whether a report of format can be drawn for nranks ranks.
+ *
+ * Not collective; needs no layout, so a caller can refuse before planning.
+ * \return 0, or DBUF_EINVAL (unknown format), DBUF_ERANGE (nranks over the
+ *   format's limit; diag gives the limit and why)
+ */
+DBUF_EXPORT int dbuf_report_check(dbuf_report_format_t format, int nranks,
+                                  dbuf_diag_t *diag);
+
+/**
  * \brief Write a report of a layout.
  *
  * Not collective.  Works on any layout, also one that fails
@@ -90,7 +109,8 @@ DBUF_EXPORT void dbuf_report_opts_init(dbuf_report_opts_t *opts);
  * \param[out] len   bytes in text, NUL excluded
  * \param[out] diag  may be NULL
  * \return 0, or DBUF_EINVAL (NULL argument, unknown format, elem_size < 1,
- *   align_bytes < 0, svg_width out of range), DBUF_EOVERFLOW (a byte
+ *   align_bytes < 0, svg_width out of range), DBUF_ERANGE (too many ranks
+ *   for the format, see dbuf_report_check()), DBUF_EOVERFLOW (a byte
  *   figure past INT64_MAX), DBUF_ENOMEM.  Nothing is written on failure.
  */
 DBUF_EXPORT int dbuf_report_write(const dbuf_layout_t *l,

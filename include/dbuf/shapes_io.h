@@ -21,26 +21,39 @@ extern "C" {
 #endif
 
 /**
+ * Largest text input read (shape lists, layout JSON, owners and order
+ * files): 1 GiB.  Only regular files are read (and stdin for "-"); a named
+ * pipe, a device or a directory is refused before it is opened.
+ */
+#define DBUF_INPUT_MAX_BYTES (INT64_C(1) << 30)
+
+/**
  * \brief Read a shape list from a file ("-" reads stdin).
  * \param[out] digest  may be NULL: a 64-bit hash of the bytes read, so ranks
  *                     can compare that they see the same input
- * \return 0, or DBUF_EIO (cannot open or read), DBUF_EPARSE, DBUF_ESHAPE,
- *   DBUF_EDUP, DBUF_EOVERFLOW, DBUF_ENOMEM; diag says "FILE:LINE: ..."
+ * \return 0, or DBUF_ENOTFOUND (no such file), DBUF_EIO (cannot open or
+ *   read, not a regular file), DBUF_EFORMAT (over DBUF_INPUT_MAX_BYTES),
+ *   DBUF_EPARSE (also: no tensors at all), DBUF_ESHAPE, DBUF_EDUP,
+ *   DBUF_EOVERFLOW, DBUF_ENOMEM; diag says "FILE:LINE: ..."
  */
 DBUF_EXPORT int dbuf_shapes_read(const char *path, dbuf_tensors_t **out,
                                  uint64_t *digest, dbuf_diag_t *diag);
 
 /**
  * \brief Parse a shape list held in memory; name is used in messages.
+ * A list without any tensor is DBUF_EPARSE ("NAME: no tensors ...").
  * \return as dbuf_shapes_read()
  */
 DBUF_EXPORT int dbuf_shapes_parse(const char *name, const char *text, size_t len,
                                   dbuf_tensors_t **out, dbuf_diag_t *diag);
 
 /**
- * \brief Read a whole file ("-" = stdin) into a NUL-terminated buffer.
+ * \brief Read a whole file ("-" = stdin) into a NUL-terminated buffer, at
+ * most DBUF_INPUT_MAX_BYTES; only a regular file (or stdin) is read.
  * \param[out] data  malloc'd, freed by the caller with free()
- * \return 0, or DBUF_EIO (diag names the file and the system error), DBUF_ENOMEM
+ * \return 0, or DBUF_ENOTFOUND, DBUF_EIO (diag names the file and the
+ *   system error, or that it is not a regular file), DBUF_EFORMAT (over the
+ *   limit), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_file_read_all(const char *path, char **data, size_t *len,
                                    dbuf_diag_t *diag);
@@ -49,7 +62,8 @@ DBUF_EXPORT int dbuf_file_read_all(const char *path, char **data, size_t *len,
  * \brief Read a list of integers, one a line ('#' comments, blank lines ok),
  * e.g. an owners file.
  * \param[out] vals  malloc'd array, freed by the caller with free()
- * \return 0, or DBUF_EIO, DBUF_EPARSE ("FILE:LINE: ..."), DBUF_ENOMEM
+ * \return 0, or the errors of dbuf_file_read_all(), DBUF_EPARSE
+ *   ("FILE:LINE: ..."), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_ints_read(const char *path, int64_t **vals, int64_t *n,
                                dbuf_diag_t *diag);

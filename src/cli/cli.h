@@ -22,6 +22,12 @@ const char *cli_err_last(void);
 extern int cli_quiet; /* the MPI run sets it on ranks other than 0 */
 
 /*
+ * Exit status of a failed input or planning step: DBUF_ENOMEM is a runtime
+ * failure (1), every other code a bad input (2); 0 for 0.
+ */
+int cli_exit_code(int err);
+
+/*
  * getopt_long returned ':' (missing value) or '?' (unknown option) for
  * subcommand cmd: print the one-line error.  Returns CLI_EXIT_USAGE.
  */

@@ -180,6 +180,11 @@ cmd_plan(int argc, char **argv)
             format);
     goto out;
   }
+  /* Refused before planning: a huge dp takes memory to plan. */
+  if (!json && dbuf_report_check(rfmt, o.params.nranks, &d) != 0) {
+    cli_err("--format %s", d.msg);
+    goto out;
+  }
   if ((flags & DBUF_JSON_PIECES) && !json) {
     cli_err("--pieces applies to --format json only");
     goto out;
@@ -197,7 +202,7 @@ cmd_plan(int argc, char **argv)
                                       o.elem_size, &nodes, &d);
     if (e != 0) {
       cli_err("node report: %s", d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      rc = cli_exit_code(e);
       goto out;
     }
   }
@@ -218,7 +223,7 @@ cmd_plan(int argc, char **argv)
     e = dbuf_report_write(l, rfmt, &ro, &text, &len, &d);
     if (e != 0) {
       cli_err("%s report: %s", format, d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      rc = cli_exit_code(e);
       goto out;
     }
     if (nodes != NULL && (e = append_nodes_text(l, nodes, &text, &len)) != 0) {

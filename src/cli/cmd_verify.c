@@ -171,13 +171,10 @@ cmd_verify(int argc, char **argv)
     cli_err("--order applies to --safetensors only");
     goto out;
   }
-  if (dbuf_file_read_all(file, &text, &len, &d) != 0) {
+  if (dbuf_file_read_all(file, &text, &len, &d) != 0 ||
+      dbuf_layout_from_json(name, text, len, &l, &d) != 0) {
     cli_err("%s", d.msg);
-    goto out;
-  }
-  if (dbuf_layout_from_json(name, text, len, &l, &d) != 0) {
-    cli_err("%s", d.msg);
-    rc = d.code == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    rc = cli_exit_code(d.code);
     goto out;
   }
   if (compare && (rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0)

@@ -25,12 +25,23 @@ cli_err_last(void)
 void
 cli_err(const char *fmt, ...)
 {
+  char raw[sizeof last_err];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_err, sizeof last_err, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  /* One printable line, whatever bytes an argument or input held. */
+  dbuf_escape_ctl(last_err, sizeof last_err, raw);
   if (!cli_quiet)
     fprintf(stderr, "%s: %s\n", cli_prog, last_err);
+}
+
+int
+cli_exit_code(int err)
+{
+  if (err == 0)
+    return CLI_EXIT_OK;
+  return err == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 }
 
 int
@@ -144,7 +155,12 @@ cli_write_output(const char *path, const char *data, size_t len)
   int fd = open_temp(path, path, &tmp, &code);
   if (fd < 0)
     return code;
-  if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+  /* mkstemp creates 0600; give the file the mode open(2) would, 0666 less
+   * the umask (umask(2) reads it only by setting it: set it back at once). */
+  mode_t mask = umask(0);
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 ||
+      fsync(fd) != 0) {
     int e = errno;
     close(fd);
     unlink(tmp);
@@ -152,7 +168,6 @@ cli_write_output(const char *path, const char *data, size_t len)
     free(tmp);
     return CLI_EXIT_FAIL;
   }
-  fchmod(fd, 0644);
   if (close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);

@@ -142,7 +142,7 @@ load_order(const char *path, char ***names, int64_t *n)
   char **v = NULL;
   if (dbuf_file_read_all(path, &data, &len, &d) != 0) {
     cli_err("%s", d.msg);
-    return CLI_EXIT_USAGE;
+    return cli_exit_code(d.code);
   }
   /* The names point into data, which is kept as v[-1] for freeing. */
   for (char *save = NULL, *tok = strtok_r(data, "\n", &save); tok != NULL;
@@ -196,7 +196,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     snprintf(what, what_len, "%s", strcmp(o->shapes, "-") ? o->shapes : "<stdin>");
     if (dbuf_shapes_read(o->shapes, out, digest, &d) != 0) {
       cli_err("%s", d.msg);
-      return CLI_EXIT_USAGE;
+      return cli_exit_code(d.code);
     }
     return 0;
   }
@@ -216,7 +216,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     }
     if (rc != 0) {
       cli_err("%s", d.msg);
-      return CLI_EXIT_USAGE;
+      return cli_exit_code(rc);
     }
     rc = dbuf_tensors_dup(dbuf_st_tensors(st), out);
     if (digest)
@@ -232,7 +232,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   snprintf(what, what_len, "model %s", model);
   if (dbuf_model_build(model, out, &d) != 0) {
     cli_err("--model: %s", d.msg);
-    return CLI_EXIT_USAGE;
+    return cli_exit_code(d.code);
   }
   if (digest)
     *digest = dbuf_hash64(model, strlen(model), 0);
@@ -259,7 +259,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
     } else {
       if (dbuf_ints_read(o->owners, &vals, &n, &d) != 0) {
         cli_err("%s", d.msg);
-        return CLI_EXIT_USAGE;
+        return cli_exit_code(d.code);
       }
       owners = malloc((size_t)(n ? n : 1) * sizeof *owners);
       if (owners == NULL) {
@@ -291,7 +291,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
       cli_err("%s: %s", o->owners, d.msg);
     else
       cli_err("%s: %s", what, d.msg);
-    return rc == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    return cli_exit_code(rc);
   }
   return 0;
 }

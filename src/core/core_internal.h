@@ -30,6 +30,32 @@ dbuf__add(int64_t a, int64_t b, int64_t *out)
   return __builtin_add_overflow(a, b, out) ? DBUF_EOVERFLOW : 0;
 }
 
+static inline int
+dbuf__sub(int64_t a, int64_t b, int64_t *out)
+{
+  return __builtin_sub_overflow(a, b, out) ? DBUF_EOVERFLOW : 0;
+}
+
+/*
+ * Whether [off, off + numel) (numel >= 0) reaches past x, that is
+ * off + numel > x, for any int64 values: no sum is formed.
+ */
+static inline int
+dbuf__reaches_past(int64_t off, int64_t numel, int64_t x)
+{
+  int64_t d;
+  if (__builtin_sub_overflow(x, off, &d))
+    return off > x; /* |x - off| is past INT64_MAX */
+  return numel > d;
+}
+
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1. */
+static inline int64_t
+dbuf__ceil_div(int64_t a, int64_t b)
+{
+  return a / b + (a % b != 0);
+}
+
 /* Round a (>= 0) up to a multiple of m (> 0), checked. */
 static inline int
 dbuf__round_up(int64_t a, int64_t m, int64_t *out)
@@ -53,6 +79,19 @@ dbuf__gcd(int64_t a, int64_t b)
   }
   return a;
 }
+
+/*
+ * Open an input file for reading, never blocking: refuse (before opening,
+ * and again on the opened descriptor) anything that is not a regular file,
+ * such as a named pipe or a device, and a file over max_bytes (when
+ * max_bytes >= 0).  On success *fd is a blocking descriptor and *size the
+ * file size.  On failure why gets the reason without the path ("cannot open:
+ * No such file or directory", "not a regular file (a named pipe)", "file is
+ * N bytes, over the limit of M bytes") and the return is DBUF_ENOTFOUND,
+ * DBUF_EIO or DBUF_EFORMAT (over the limit).
+ */
+int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
+                     int64_t *size, char *why, size_t why_len);
 
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);

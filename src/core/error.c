@@ -45,14 +45,46 @@ dbuf_diag_clear(dbuf_diag_t *diag)
   diag->msg[0] = '\0';
 }
 
+size_t
+dbuf_escape_ctl(char *dst, size_t len, const char *src)
+{
+  static const char hex[] = "0123456789abcdef";
+  size_t need = 0, used = 0;
+  int full = dst == NULL;
+  if (src == NULL)
+    src = "";
+  for (const unsigned char *p = (const unsigned char *)src; *p != '\0'; p++) {
+    int ctl = *p < 0x20 || *p == 0x7f;
+    size_t w = ctl ? 4 : 1;
+    need += w;
+    if (full || used + w >= len) {
+      full = 1; /* truncated: keep counting */
+      continue;
+    }
+    if (ctl) {
+      dst[used++] = '\\';
+      dst[used++] = 'x';
+      dst[used++] = hex[*p >> 4];
+      dst[used++] = hex[*p & 15];
+    } else {
+      dst[used++] = (char)*p;
+    }
+  }
+  if (dst != NULL && len > 0)
+    dst[used] = '\0';
+  return need;
+}
+
 int
 dbuf__diag(dbuf_diag_t *diag, int code, const char *fmt, ...)
 {
   if (diag != NULL) {
+    char raw[DBUF_DIAG_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(diag->msg, sizeof diag->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    dbuf_escape_ctl(diag->msg, sizeof diag->msg, raw);
     diag->code = code;
   }
   return code;

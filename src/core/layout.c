@@ -98,6 +98,11 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   for (int64_t i = 0; i < n; i++)
     l->order[i] = tmp[i].id;
   free(tmp);
+  l->sane = l->range[0] == 0 && l->range[nranks] == size;
+  for (int r = 0; r < nranks && l->sane; r++)
+    l->sane = l->range[r] <= l->range[r + 1];
+  for (int64_t i = 0; i < n && l->sane; i++)
+    l->sane = dbuf__layout_in_buffer(l, i);
   *out = l;
   return 0;
 fail:
@@ -135,6 +140,17 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (chunk_size < 0 || (kind == DBUF_LAYOUT_PADDED && chunk_size < 1))
     return dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
                       (long long)chunk_size);
+  /* The validator works in blocks of block_size rows: a block of a tensor
+   * must have an element count (a block of an empty tensor included). */
+  for (int64_t i = 0; i < n; i++) {
+    int64_t align;
+    if (dbuf__mul(block_size, dbuf_tensors_row_elems(tensors, i), &align))
+      return dbuf__diag(diag, DBUF_EOVERFLOW,
+                        "tensor %s: block size %lld x row size %lld overflows "
+                        "64 bits",
+                        dbuf_tensors_name(tensors, i), (long long)block_size,
+                        (long long)dbuf_tensors_row_elems(tensors, i));
+  }
   if (owners != NULL) {
     for (int64_t i = 0; i < n; i++) {
       if (owners[i] < 0 || owners[i] >= nranks)
@@ -166,6 +182,12 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
+}
+
+int
+dbuf__layout_sane(const dbuf_layout_t *l)
+{
+  return l != NULL && l->sane;
 }
 
 int64_t

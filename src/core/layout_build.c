@@ -316,7 +316,8 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   reg = dbuf__mallocn(n, sizeof *reg);
   fk = dbuf__mallocn(n, sizeof *fk);
   if (offsets == NULL || reg == NULL || fk == NULL) {
-    rc = DBUF_ENOMEM;
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                    (long long)n);
     goto fail;
   }
   for (int64_t i = 0; i < n; i++) {
@@ -331,8 +332,10 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     }
   }
   if ((rc = frags_init(&fr, fk, nfrag)) != 0 ||
-      (rc = mintree_init(&mt, nreg)) != 0)
+      (rc = mintree_init(&mt, nreg)) != 0) {
+    rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
     goto fail;
+  }
   for (int64_t k = 0; k < nreg; k++) {
     int64_t rem = dbuf_tensors_numel(t, reg[k]) % chunk;
     if (rem != 0)
@@ -343,7 +346,8 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   int64_t offset = 0;
   char *placed = calloc((size_t)(nreg ? nreg : 1), 1);
   if (placed == NULL) {
-    rc = DBUF_ENOMEM;
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                    (long long)n);
     goto fail;
   }
   for (int64_t k = 0; k < nreg; k++) {
@@ -415,10 +419,14 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   }
 
   if ((rc = segments_from_size(offset, chunk, p->nranks, &range, &size)) != 0) {
-    rc = dbuf__diag(diag, rc,
-                    "buffer size (%lld elements padded to chunk %lld x %d "
-                    "ranks) overflows 64 bits",
-                    (long long)offset, (long long)chunk, p->nranks);
+    if (rc == DBUF_ENOMEM)
+      rc = dbuf__diag(diag, rc, "out of memory for the offsets of %d ranks",
+                      p->nranks);
+    else
+      rc = dbuf__diag(diag, rc,
+                      "buffer size (%lld elements padded to chunk %lld x %d "
+                      "ranks) overflows 64 bits",
+                      (long long)offset, (long long)chunk, p->nranks);
     goto fail;
   }
   frags_free(&fr);
@@ -430,9 +438,7 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
-fail:
-  if (rc == DBUF_ENOMEM && diag && diag->code == 0)
-    dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
+fail: /* diag is written where rc is set */
   frags_free(&fr);
   free(mt.v);
   free(offsets);

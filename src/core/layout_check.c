@@ -37,9 +37,11 @@ report(vctx_t *c, dbuf_violation_kind_t kind, int64_t tensor, int64_t other,
   v.rank = rank;
   v.a = a;
   v.b = b;
+  char raw[sizeof v.msg];
   va_start(ap, fmt);
-  vsnprintf(v.msg, sizeof v.msg, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  dbuf_escape_ctl(v.msg, sizeof v.msg, raw);
   if (c->count++ == 0 && c->first != NULL)
     dbuf__diag(c->first, DBUF_ELAYOUT, "%s", v.msg);
   if (c->fn != NULL && c->fn(&v, c->arg) != 0)
@@ -48,13 +50,6 @@ report(vctx_t *c, dbuf_violation_kind_t kind, int64_t tensor, int64_t other,
 
 #define NAME(l, i) dbuf_tensors_name((l)->tensors, (i))
 #define NUMEL(l, i) dbuf_tensors_numel((l)->tensors, (i))
-
-static int
-in_bounds(const dbuf_layout_t *l, int64_t i)
-{
-  int64_t off = l->offsets[i];
-  return off >= 0 && off <= l->size && NUMEL(l, i) <= l->size - off;
-}
 
 static int
 range_ok(const dbuf_layout_t *l, vctx_t *c)
@@ -76,7 +71,11 @@ range_ok(const dbuf_layout_t *l, vctx_t *c)
   return ok;
 }
 
-/* The non-empty tensor strictly containing position x (off < x < end), or -1. */
+/*
+ * The non-empty tensor inside the buffer strictly containing position x
+ * (off < x < end), or -1.  A tensor outside the buffer is reported as such
+ * and not looked at again, so every offset difference below is in [0, size].
+ */
 static int64_t
 tensor_cut_by(const dbuf_layout_t *l, int64_t x)
 {
@@ -84,7 +83,9 @@ tensor_cut_by(const dbuf_layout_t *l, int64_t x)
   if (p < 0)
     return -1;
   int64_t id = l->order[p];
-  return l->offsets[id] + NUMEL(l, id) > x ? id : -1;
+  if (!dbuf__layout_in_buffer(l, id))
+    return -1;
+  return dbuf__reaches_past(l->offsets[id], NUMEL(l, id), x) ? id : -1;
 }
 
 int
@@ -92,7 +93,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
                      int64_t *nviol, dbuf_diag_t *diag)
 {
   vctx_t c = {fn, arg, 0, 0, diag};
-  int64_t logical = 0;
+  int64_t logical = dbuf_tensors_total(l != NULL ? l->tensors : NULL);
 
   if (l == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
@@ -103,9 +104,11 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     int64_t off = l->offsets[i], numel = NUMEL(l, i);
     int64_t rows = dbuf_tensors_rows(l->tensors, i);
     int64_t align = 0;
-    logical += numel;
-    if (!in_bounds(l, i)) {
-      report(&c, DBUF_VIOL_BOUNDS, i, -1, -1, off, off + (off >= 0 && numel <= INT64_MAX - off ? numel : 0),
+    if (!dbuf__layout_in_buffer(l, i)) {
+      int64_t end;
+      if (dbuf__add(off, numel, &end))
+        end = off; /* past INT64_MAX: the offset is the figure to show */
+      report(&c, DBUF_VIOL_BOUNDS, i, -1, -1, off, end,
              "tensor %s: [%lld, +%lld) is outside the buffer [0, %lld)",
              NAME(l, i), (long long)off, (long long)numel, (long long)l->size);
       continue;
@@ -128,7 +131,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   int64_t max_end = 0, max_id = -1;
   for (int64_t p = 0; p < l->n && !c.stop; p++) {
     int64_t id = l->order[p], off = l->offsets[id], numel = NUMEL(l, id);
-    if (numel == 0 || !in_bounds(l, id))
+    if (numel == 0 || !dbuf__layout_in_buffer(l, id))
       continue;
     if (max_id >= 0 && off < max_end)
       report(&c, DBUF_VIOL_OVERLAP, id, max_id, -1, off, max_end,
@@ -150,8 +153,10 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
       report(&c, DBUF_VIOL_CHUNK, -1, -1, -1, l->chunk_size, chunk,
              "chunk size %lld is not the LCM of block x row sizes",
              (long long)l->chunk_size);
-    int64_t seg0 = l->range[1] - l->range[0];
-    for (int r = 0; r < l->nranks && !c.stop; r++) {
+    /* With good ranges every rank offset is in [0, size]: no difference
+     * below overflows.  Bad ranges are already reported. */
+    int64_t seg0 = ranges_good ? l->range[1] - l->range[0] : 0;
+    for (int r = 0; r < l->nranks && ranges_good && !c.stop; r++) {
       int64_t seg = l->range[r + 1] - l->range[r];
       if (seg != seg0)
         report(&c, DBUF_VIOL_UNEQUAL, -1, -1, r, l->range[r], l->range[r + 1],
@@ -174,8 +179,12 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
       int64_t id = tensor_cut_by(l, cut);
       if (id < 0)
         continue;
-      int64_t off = l->offsets[id], within = cut - off;
-      int64_t align = l->block_size * dbuf_tensors_row_elems(l->tensors, id);
+      /* In bounds: 0 <= off < cut <= size, and the block fits
+       * (dbuf_layout_from_parts() checks block x row size). */
+      int64_t off = l->offsets[id], within = cut - off, align;
+      if (dbuf__mul(l->block_size, dbuf_tensors_row_elems(l->tensors, id),
+                    &align))
+        continue; /* a layout not made by from_parts or the builders */
       if (l->kind == DBUF_LAYOUT_TENSOR)
         report(&c, DBUF_VIOL_SPLIT, id, -1, r, off, cut,
                "tensor %s [%lld, %lld) is split at %lld between rank %d and "
@@ -197,9 +206,9 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   if (l->kind == DBUF_LAYOUT_TENSOR && l->owners != NULL && ranges_good) {
     for (int64_t i = 0; i < l->n && !c.stop; i++) {
       int o = l->owners[i];
-      int64_t off = l->offsets[i], end = off + NUMEL(l, i);
-      if (!in_bounds(l, i) || o < 0 || o >= l->nranks)
+      if (!dbuf__layout_in_buffer(l, i) || o < 0 || o >= l->nranks)
         continue;
+      int64_t off = l->offsets[i], end = off + NUMEL(l, i); /* <= size */
       if (off < l->range[o] || end > l->range[o + 1])
         report(&c, DBUF_VIOL_SPLIT, i, -1, o, off, end,
                "tensor %s [%lld, %lld) is not inside the segment [%lld, %lld) "
@@ -209,18 +218,26 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     }
   }
 
+  /* The tensors must fit: a buffer smaller than its tensors has no
+   * padding to speak of (never a negative count). */
+  if (logical > l->size && !c.stop)
+    report(&c, DBUF_VIOL_BOUNDS, -1, -1, -1, l->size, logical,
+           "the tensors hold %lld elements, %lld more than the buffer size "
+           "%lld",
+           (long long)logical, (long long)(logical - l->size),
+           (long long)l->size);
   /* Unpadded and tensor layouts have no padding at all. */
-  if (l->kind != DBUF_LAYOUT_PADDED && logical != l->size && !c.stop) {
+  else if (l->kind != DBUF_LAYOUT_PADDED && logical != l->size && !c.stop) {
     int64_t cursor = 0, at = -1;
     for (int64_t p = 0; p < l->n; p++) {
       int64_t id = l->order[p];
-      if (NUMEL(l, id) == 0)
+      if (NUMEL(l, id) == 0 || !dbuf__layout_in_buffer(l, id))
         continue;
       if (l->offsets[id] > cursor) {
         at = cursor;
         break;
       }
-      if (l->offsets[id] + NUMEL(l, id) > cursor)
+      if (l->offsets[id] + NUMEL(l, id) > cursor) /* <= size */
         cursor = l->offsets[id] + NUMEL(l, id);
     }
     if (at < 0)

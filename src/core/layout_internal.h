@@ -16,7 +16,30 @@ struct dbuf_layout {
   int64_t *range;         /* [nranks + 1] */
   int *owners;            /* [n] or NULL */
   int64_t *order;         /* [n] ids sorted by (offset, id) */
+  int sane; /* range runs from 0 up to size and every tensor lies inside
+               [0, size): all offset arithmetic stays in [0, size] */
 };
+
+/* Tensor id lies inside [0, size); no sum is formed. */
+static inline int
+dbuf__layout_in_buffer(const dbuf_layout_t *l, int64_t id)
+{
+  int64_t off = l->offsets[id];
+  return off >= 0 && off <= l->size &&
+         dbuf_tensors_numel(l->tensors, id) <= l->size - off;
+}
+
+/* range[r] clamped to [0, size]: the queries accept layouts that fail
+ * validation, and their differences must not overflow. */
+static inline int64_t
+dbuf__layout_cut(const dbuf_layout_t *l, int r)
+{
+  int64_t x = l->range[r];
+  return x < 0 ? 0 : x > l->size ? l->size : x;
+}
+
+/* Whether the layout is sane (see struct dbuf_layout); O(1). */
+int dbuf__layout_sane(const dbuf_layout_t *l);
 
 /* Take ownership of the arrays (freed on failure too) and build the order. */
 int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,

@@ -169,6 +169,11 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
     goto out;
   }
   int64_t n = (int64_t)json_array_size(jt);
+  if (n == 0) {
+    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: no tensors (\"tensors\" is empty)",
+                    name);
+    goto out;
+  }
   offsets = dbuf__mallocn(n, sizeof *offsets);
   owners = dbuf__mallocn(n, sizeof *owners);
   if (ranks == NULL || offsets == NULL || owners == NULL ||

@@ -94,8 +94,9 @@ first_touching(const dbuf_layout_t *l, int64_t x)
 {
   int64_t lower, p = dbuf__layout_last_before(l, x, &lower);
   /* In a valid layout only that one tensor before x can reach past it. */
-  if (p >= 0 && l->offsets[l->order[p]] +
-                        dbuf_tensors_numel(l->tensors, l->order[p]) > x)
+  if (p >= 0 && dbuf__reaches_past(l->offsets[l->order[p]],
+                                   dbuf_tensors_numel(l->tensors, l->order[p]),
+                                   x))
     return p;
   return lower;
 }
@@ -112,7 +113,8 @@ dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i, int64_t *tensor)
     int64_t id = l->order[p], off = l->offsets[id];
     if (off > i)
       break;
-    if (i < off + dbuf_tensors_numel(l->tensors, id)) {
+    if (dbuf__layout_in_buffer(l, id) &&
+        i < off + dbuf_tensors_numel(l->tensors, id)) { /* <= size */
       *tensor = id;
       break;
     }
@@ -120,6 +122,8 @@ dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i, int64_t *tensor)
   return 0;
 }
 
+/* A piece of tensor id (inside the buffer) at [lo, hi) of rank's segment,
+ * lo and hi in [0, size]: every difference below is in [0, size]. */
 static void
 fill_piece(const dbuf_layout_t *l, int64_t id, int rank, int64_t lo, int64_t hi,
            dbuf_piece_t *pc)
@@ -131,9 +135,9 @@ fill_piece(const dbuf_layout_t *l, int64_t id, int rank, int64_t lo, int64_t hi,
   pc->elem_begin = b;
   pc->nelems = e - b;
   pc->first_row = b / re;
-  pc->nrows = (e + re - 1) / re - pc->first_row;
+  pc->nrows = dbuf__ceil_div(e, re) - pc->first_row;
   pc->whole_rows = b % re == 0 && e % re == 0;
-  pc->offset = lo - l->range[rank];
+  pc->offset = lo - dbuf__layout_cut(l, rank);
 }
 
 int
@@ -145,14 +149,15 @@ dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank, dbuf_piece_t *buf,
     return DBUF_EINVAL;
   if (rank < 0 || rank >= l->nranks)
     return DBUF_ERANGE;
-  int64_t s = l->range[rank], e = l->range[rank + 1];
+  int64_t s = dbuf__layout_cut(l, rank), e = dbuf__layout_cut(l, rank + 1);
   if (s < e) {
     for (int64_t p = first_touching(l, s); p < l->n; p++) {
       int64_t id = l->order[p], off = l->offsets[id];
       int64_t numel = dbuf_tensors_numel(l->tensors, id);
       if (off >= e)
         break;
-      if (numel == 0 || off + numel <= s)
+      /* A tensor outside the buffer is in no segment (validate says so). */
+      if (numel == 0 || !dbuf__layout_in_buffer(l, id) || off + numel <= s)
         continue;
       if (buf != NULL && count < cap)
         fill_piece(l, id, rank, off > s ? off : s,
@@ -174,12 +179,14 @@ dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor,
   if (tensor < 0 || tensor >= l->n)
     return DBUF_ERANGE;
   int64_t off = l->offsets[tensor];
-  int64_t end = off + dbuf_tensors_numel(l->tensors, tensor);
-  if (off < end && off >= 0 && end <= l->size) {
-    for (int r = dbuf__layout_owner(l, off); r < l->nranks && l->range[r] < end;
-         r++) {
-      int64_t lo = off > l->range[r] ? off : l->range[r];
-      int64_t hi = end < l->range[r + 1] ? end : l->range[r + 1];
+  int64_t numel = dbuf_tensors_numel(l->tensors, tensor);
+  if (numel > 0 && dbuf__layout_in_buffer(l, tensor)) {
+    int64_t end = off + numel; /* <= size */
+    for (int r = dbuf__layout_owner(l, off);
+         r < l->nranks && dbuf__layout_cut(l, r) < end; r++) {
+      int64_t rs = dbuf__layout_cut(l, r), re = dbuf__layout_cut(l, r + 1);
+      int64_t lo = off > rs ? off : rs;
+      int64_t hi = end < re ? end : re;
       if (lo >= hi)
         continue;
       if (buf != NULL && count < cap)
@@ -213,11 +220,13 @@ dbuf_layout_stats(const dbuf_layout_t *l, dbuf_layout_stats_t *st)
     if (dbuf__layout_owner(l, off) != dbuf__layout_owner(l, off + numel - 1))
       st->split_tensors++;
   }
-  st->padding = l->size - st->logical;
+  /* A buffer smaller than its tensors (an invalid layout) has no padding,
+   * not a negative amount of it. */
+  st->padding = l->size > st->logical ? l->size - st->logical : 0;
   st->tail_elems = l->size - last_end;
-  st->gap_elems = st->padding - st->tail_elems;
+  st->gap_elems = st->padding > st->tail_elems ? st->padding - st->tail_elems : 0;
   for (int r = 0; r < l->nranks; r++) {
-    int64_t seg = l->range[r + 1] - l->range[r];
+    int64_t seg = dbuf__layout_cut(l, r + 1) - dbuf__layout_cut(l, r);
     if (r == 0 || seg < st->min_segment) {
       st->min_segment = seg;
       st->min_rank = r;

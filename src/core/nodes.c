@@ -2,6 +2,7 @@
 #include "dbuf/nodes.h"
 
 #include "core_internal.h"
+#include "layout_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,7 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
   int64_t nt = dbuf_layout_ntensors(l), scap = 0, ccap = 0;
   int nseg = dbuf_layout_nranks(l), s = 0;
 
+  /* The layout is sane (dbuf_nodes_create checks it): b <= e <= size. */
   for (int64_t p = 0; p < nt; p++) {
     int64_t id = order[p], b = off[id], e = b + dbuf_tensors_numel(t, id);
     int64_t re = dbuf_tensors_row_elems(t, id), first_side = n->nsides;
@@ -111,7 +113,7 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
       if (node != cur.node) {
         if (cur.node >= 0) {
           cur.nelems = cur_end - cur.elem_begin;
-          cur.rows = (cur_end + re - 1) / re - cur.first_row;
+          cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
           if (push_side(n, &scap, &cur) != 0)
             return DBUF_ENOMEM;
         }
@@ -128,7 +130,7 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
       continue;
     }
     cur.nelems = cur_end - cur.elem_begin;
-    cur.rows = (cur_end + re - 1) / re - cur.first_row;
+    cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
     if (push_side(n, &scap, &cur) != 0 || push_cross(n, &ccap, id, first_side) != 0)
       return DBUF_ENOMEM;
   }
@@ -149,6 +151,10 @@ dbuf_nodes_create(const dbuf_layout_t *l, int nranks, const int *node_of_rank,
   if (nnodes < 1 || elem_size < 1)
     return dbuf__diag(diag, DBUF_EINVAL, "node count %d and element size %lld must be positive",
                       nnodes, (long long)elem_size);
+  if (!dbuf__layout_sane(l))
+    return dbuf__diag(diag, DBUF_ELAYOUT,
+                      "the layout has rank offsets out of order or tensors "
+                      "outside the buffer (see dbuf_layout_validate)");
   int nseg = dbuf_layout_nranks(l);
   if (nranks < 1 || nseg % nranks != 0)
     return dbuf__diag(diag, DBUF_ENRANKS,

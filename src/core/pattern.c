@@ -2,6 +2,7 @@
 #include "dbuf/pattern.h"
 
 #include "core_internal.h"
+#include "layout_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +39,18 @@ static int
 check_args(const dbuf_layout_t *l, int64_t start, int64_t end, const void *buf,
            int64_t elem_size)
 {
+  int64_t bytes;
   if (l == NULL || (buf == NULL && end > start))
     return DBUF_EINVAL;
   if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
     return DBUF_EINVAL;
   if (start < 0 || start > end || end > dbuf_layout_size(l))
     return DBUF_ERANGE;
+  /* Offsets of a sane layout stay in [0, size]; byte counts must fit. */
+  if (!dbuf__layout_sane(l))
+    return DBUF_ELAYOUT;
+  if (dbuf__mul(end - start, elem_size, &bytes) || (uint64_t)bytes > SIZE_MAX)
+    return DBUF_EOVERFLOW;
   return 0;
 }
 

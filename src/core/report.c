@@ -160,6 +160,28 @@ dbuf__rep_bytes_short(char buf[24], int64_t v)
 }
 
 int
+dbuf_report_check(dbuf_report_format_t format, int nranks, dbuf_diag_t *diag)
+{
+  char g1[32], g2[32];
+  if (format < DBUF_REPORT_SUMMARY || format > DBUF_REPORT_SVG)
+    return dbuf__diag(diag, DBUF_EINVAL, "unknown report format %d", (int)format);
+  if ((format == DBUF_REPORT_TABLE || format == DBUF_REPORT_DIAGRAM) &&
+      nranks > DBUF_REPORT_MAX_LINES)
+    return dbuf__diag(diag, DBUF_ERANGE,
+                      "%s: dp %s is over the limit of %s ranks (one line per "
+                      "rank); the summary and csv formats have no limit",
+                      format_names[format], dbuf__rep_group(g1, nranks),
+                      dbuf__rep_group(g2, DBUF_REPORT_MAX_LINES));
+  if (format == DBUF_REPORT_SVG && nranks > DBUF_REPORT_SVG_MAX_RANKS)
+    return dbuf__diag(diag, DBUF_ERANGE,
+                      "svg: dp %s is over the limit of %s ranks (one band "
+                      "per rank); the summary and csv formats have no limit",
+                      dbuf__rep_group(g1, nranks),
+                      dbuf__rep_group(g2, DBUF_REPORT_SVG_MAX_RANKS));
+  return 0;
+}
+
+int
 dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
                   const dbuf_report_opts_t *opts, char **text, size_t *len,
                   dbuf_diag_t *diag)
@@ -187,6 +209,8 @@ dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
   if (rep.o.diagram_max_elems < 0)
     return dbuf__diag(diag, DBUF_EINVAL, "diagram limit %lld is negative",
                       (long long)rep.o.diagram_max_elems);
+  if ((rc = dbuf_report_check(format, dbuf_layout_nranks(l), diag)) != 0)
+    return rc;
   if (rep.o.svg_width < 400 || rep.o.svg_width > 20000)
     return dbuf__diag(diag, DBUF_EINVAL,
                       "svg width %d is outside [400, 20000] pixels",

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* The safetensors dtypes and their element widths in bits (safetensors
  * 0.6 Dtype::bitsize).  Read-only, so not mutable global state. */
@@ -162,37 +163,27 @@ st_shape_str(const int64_t *dims, int ndim, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- files */
 
-static int
-st_open_error(dbuf_diag_t *diag, const char *path, const char *via, int err)
-{
-  int code = err == ENOENT ? DBUF_ENOTFOUND : DBUF_EIO;
-  if (via != NULL)
-    return dbuf__diag(diag, code, "%s (named in %s): cannot open: %s", path,
-                      via, strerror(err));
-  return dbuf__diag(diag, code, "%s: cannot open: %s", path, strerror(err));
-}
-
-/* Open a regular file for reading and return its size. */
+/* Open a regular file for reading and return its size; via names the index
+ * that named path, or is NULL. */
 static int
 st_fopen(const char *path, const char *via, FILE **fp, int64_t *size,
          dbuf_diag_t *diag)
 {
-  struct stat sb;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return st_open_error(diag, path, via, errno);
-  if (fstat(fileno(f), &sb) != 0) {
+  char why[256];
+  int fd, rc = dbuf__input_open(path, -1, &fd, size, why, sizeof why);
+  if (rc != 0) {
+    if (via != NULL)
+      return dbuf__diag(diag, rc, "%s (named in %s): %s", path, via, why);
+    return dbuf__diag(diag, rc, "%s: %s", path, why);
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (f == NULL) {
     int err = errno;
-    fclose(f);
-    return dbuf__diag(diag, DBUF_EIO, "%s: cannot stat: %s", path,
+    close(fd);
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: cannot read: %s", path,
                       strerror(err));
   }
-  if (!S_ISREG(sb.st_mode)) {
-    fclose(f);
-    return dbuf__diag(diag, DBUF_EIO, "%s: not a regular file", path);
-  }
   *fp = f;
-  *size = (int64_t)sb.st_size;
   return 0;
 }
 
@@ -208,7 +199,9 @@ st_fread(FILE *f, void *buf, int64_t len, const char *path, const char *what,
 }
 
 /* Read the length prefix and header of one data file.  On success *hdr
- * (malloc'd, *hlen bytes) and the raw prefix; *fsize is the file size. */
+ * (malloc'd, *hlen bytes) and the raw prefix; *fsize is the file size.
+ * A file named by an index (via) may be a symbolic link to any file: its
+ * messages never quote its bytes (here: the length prefix). */
 static int
 st_read_header(const char *path, const char *via, unsigned char prefix[8],
                char **hdr, int64_t *hlen, int64_t *fsize, dbuf_diag_t *diag)
@@ -232,6 +225,14 @@ st_read_header(const char *path, const char *via, unsigned char prefix[8],
     goto cleanup;
   for (int i = 7; i >= 0; i--)
     n = (n << 8) | prefix[i];
+  if (via != NULL && (n > (uint64_t)DBUF_ST_MAX_HEADER || (int64_t)n > size - 8)) {
+    rc = dbuf__diag(diag, DBUF_EFORMAT,
+                    "%s (named in %s): not a safetensors file: its header "
+                    "length is over the limit of %lld bytes or past the end "
+                    "of the file",
+                    path, via, (long long)DBUF_ST_MAX_HEADER);
+    goto cleanup;
+  }
   if (n > (uint64_t)DBUF_ST_MAX_HEADER) {
     rc = dbuf__diag(diag, DBUF_EFORMAT,
                     "%s: header length %llu is over the safetensors limit of "
@@ -497,6 +498,13 @@ st_read_file(dbuf_st_t *st, int64_t file, const char *via, dbuf_diag_t *diag)
   st->digest = st_fnv(st->digest, hdr, (size_t)hlen);
 
   root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
+  if (root == NULL && via != NULL) { /* no quote of the bytes, see above */
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s (named in %s): header is not valid JSON (line %d, "
+                    "column %d)",
+                    path, via, jerr.line, jerr.column);
+    goto cleanup;
+  }
   if (root == NULL) {
     rc = dbuf__diag(diag, DBUF_EPARSE,
                     "%s: header is not valid JSON: %s (line %d, column %d)",
@@ -644,6 +652,11 @@ st_read_index(dbuf_st_t *st, const char *path, json_t **root_out,
     goto cleanup;
   }
   nent = (int64_t)json_object_size(wmap);
+  if (nent == 0) {
+    rc = dbuf__diag(diag, DBUF_EFORMAT,
+                    "%s: \"weight_map\" is empty: no tensors", path);
+    goto cleanup;
+  }
   if ((names = dbuf__mallocn(nent, sizeof *names)) == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
     goto cleanup;
@@ -930,6 +943,11 @@ dbuf_st_open(const char *const *paths, int64_t npaths,
   for (int64_t f = 0; f < st->nfiles; f++) {
     if ((rc = st_read_file(st, f, index_path, diag)) != 0)
       goto cleanup;
+  }
+  if (st->n == 0) {
+    rc = dbuf__diag(diag, DBUF_EFORMAT, "%s: no tensors",
+                    index_path != NULL ? index_path : st->paths[0]);
+    goto cleanup;
   }
   if ((rc = st_names_build(&ix, st, diag)) != 0)
     goto cleanup;

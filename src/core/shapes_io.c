@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 uint64_t
@@ -15,53 +16,73 @@ dbuf_hash64(const void *data, size_t len, uint64_t seed)
   return XXH3_64bits_withSeed(data, len, seed);
 }
 
-int
-dbuf_file_read_all(const char *path, char **data, size_t *len,
-                   dbuf_diag_t *diag)
+/* Read fd to its end into a NUL-terminated buffer, at most max bytes. */
+static int
+read_fd(int fd, const char *name, int64_t hint, int64_t max, char **data,
+        size_t *len, dbuf_diag_t *diag)
 {
-  FILE *f;
-  char *buf = NULL;
-  size_t used = 0, cap = 0;
-  int is_stdin;
-
-  if (path == NULL || data == NULL || len == NULL)
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  is_stdin = strcmp(path, "-") == 0;
-  f = is_stdin ? stdin : fopen(path, "rb");
-  if (f == NULL)
-    return dbuf__diag(diag, DBUF_EIO, "%s: cannot open: %s", path,
-                      strerror(errno));
+  /* Room for the whole file plus a look past its end, for regular files. */
+  size_t used = 0, cap = hint > 0 && hint <= max ? (size_t)hint + 4096 : 65536;
+  char *buf = malloc(cap + 1);
+  if (buf == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
   for (;;) {
-    if (cap - used < 65536) {
-      size_t ncap = cap ? cap * 2 : 65536;
-      char *nb = ncap > cap ? realloc(buf, ncap + 1) : NULL;
+    if (cap - used < 4096) {
+      size_t ncap = cap * 2;
+      if (ncap > (uint64_t)max + 4096) /* enough to see the limit passed */
+        ncap = (size_t)max + 4096;
+      char *nb = realloc(buf, ncap + 1);
       if (nb == NULL) {
         free(buf);
-        if (!is_stdin)
-          fclose(f);
-        return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
+        return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
       }
       buf = nb;
       cap = ncap;
     }
-    size_t got = fread(buf + used, 1, cap - used, f);
-    used += got;
+    ssize_t got = read(fd, buf + used, cap - used);
+    if (got < 0) {
+      int e = errno;
+      if (e == EINTR)
+        continue;
+      free(buf);
+      return dbuf__diag(diag, DBUF_EIO, "%s: read error: %s", name,
+                        strerror(e));
+    }
     if (got == 0)
       break;
+    used += (size_t)got;
+    if (used > (uint64_t)max) {
+      free(buf);
+      return dbuf__diag(diag, DBUF_EFORMAT,
+                        "%s: more than %lld bytes, over the input limit",
+                        name, (long long)max);
+    }
   }
-  if (ferror(f)) {
-    int e = errno;
-    free(buf);
-    if (!is_stdin)
-      fclose(f);
-    return dbuf__diag(diag, DBUF_EIO, "%s: read error: %s", path, strerror(e));
-  }
-  if (!is_stdin)
-    fclose(f);
   buf[used] = '\0';
   *data = buf;
   *len = used;
   return 0;
+}
+
+int
+dbuf_file_read_all(const char *path, char **data, size_t *len,
+                   dbuf_diag_t *diag)
+{
+  char why[256];
+  int64_t size = 0;
+  int fd, rc;
+
+  if (path == NULL || data == NULL || len == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (strcmp(path, "-") == 0)
+    return read_fd(STDIN_FILENO, "<stdin>", 0, DBUF_INPUT_MAX_BYTES, data, len,
+                   diag);
+  rc = dbuf__input_open(path, DBUF_INPUT_MAX_BYTES, &fd, &size, why, sizeof why);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "%s: %s", path, why);
+  rc = read_fd(fd, path, size, DBUF_INPUT_MAX_BYTES, data, len, diag);
+  close(fd);
+  return rc;
 }
 
 static const char *
@@ -198,6 +219,11 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
     rc = parse_json(name, text, len, t, diag);
   else
     rc = parse_text(name, text, len, t, diag);
+  if (rc == 0 && dbuf_tensors_count(t) == 0)
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s: no tensors (the input is empty or holds only "
+                    "comments)",
+                    name);
   if (rc != 0) {
     dbuf_tensors_destroy(t);
     return rc;
