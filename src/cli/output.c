@@ -159,7 +159,8 @@ cli_write_output(const char *path, const char *data, size_t len)
    * the umask (umask(2) reads it only by setting it: set it back at once). */
   mode_t mask = umask(0);
   umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 ||
+      fsync(fd) != 0) {
     int e = errno;
     close(fd);
     unlink(tmp);
