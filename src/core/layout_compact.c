@@ -99,6 +99,61 @@ pack_free(pack_t *ps)
   free(ps->heap);
 }
 
+/*
+ * The classes from keys[m] = (unit, -, id) in id order: a hash table finds
+ * each unit's class, the distinct units are sorted, and a counting sort
+ * lists each class's ids in id order.  O(m + classes log classes).
+ */
+static int
+make_classes(pack_t *ps, key3_t *keys)
+{
+  int64_t m = ps->m, size = 16, bits = 4, k = 0;
+  while (size < 2 * m) {
+    size *= 2;
+    bits++;
+  }
+  int64_t *slot = dbuf__calloc(size, sizeof *slot); /* class + 1, 0 = free */
+  key3_t *units = dbuf__mallocn(m, sizeof *units);  /* (unit, -, class) */
+  int64_t *pos = dbuf__mallocn(m + 1, sizeof *pos);
+  int rc = DBUF_ENOMEM;
+  if (slot == NULL || units == NULL || pos == NULL)
+    goto out;
+  for (int64_t q = 0; q < m; q++) {
+    uint64_t h = ((uint64_t)keys[q].a * 0x9e3779b97f4a7c15ULL) >> (64 - bits);
+    while (slot[h] != 0 && units[slot[h] - 1].a != keys[q].a)
+      h = (h + 1) & (uint64_t)(size - 1);
+    if (slot[h] == 0) {
+      units[k].a = keys[q].a;
+      units[k].b = 0;
+      units[k].id = k;
+      slot[h] = ++k;
+    }
+    keys[q].b = slot[h] - 1; /* class in order of first appearance */
+  }
+  qsort(units, (size_t)k, sizeof *units, cmp_key3);
+  for (int64_t c = 0; c <= k; c++)
+    pos[c] = 0;
+  for (int64_t c = 0; c < k; c++) /* slot reused: first-appearance class -> sorted */
+    slot[units[c].id] = c;
+  for (int64_t q = 0; q < m; q++)
+    pos[slot[keys[q].b] + 1]++;
+  for (int64_t c = 0; c < k; c++) {
+    pos[c + 1] += pos[c];
+    ps->cls[c].unit = units[c].a;
+    ps->cls[c].begin = pos[c];
+    ps->cls[c].end = pos[c + 1];
+  }
+  for (int64_t q = 0; q < m; q++) /* keys are in id order: stable */
+    ps->cls_ids[pos[slot[keys[q].b]]++] = keys[q].id;
+  ps->ncls = k;
+  rc = 0;
+out:
+  free(slot);
+  free(units);
+  free(pos);
+  return rc;
+}
+
 /* Units, classes and the filler order.  Called once. */
 static int
 pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
@@ -146,16 +201,9 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   if (ps->cls_ids == NULL || ps->cls == NULL || ps->heap == NULL ||
       ps->fill_ids == NULL || ps->fill_up == NULL)
     goto out;
-  qsort(keys, (size_t)m, sizeof *keys, cmp_key3);
-  for (int64_t k = 0; k < m; k++) {
-    ps->cls_ids[k] = keys[k].id;
-    if (k == 0 || keys[k].a != keys[k - 1].a) {
-      ps->cls[ps->ncls].unit = keys[k].a;
-      ps->cls[ps->ncls].begin = k;
-      ps->ncls++;
-    }
-    ps->cls[ps->ncls - 1].end = k + 1;
-  }
+  if ((rc = make_classes(ps, keys)) != 0)
+    goto out;
+  rc = DBUF_ENOMEM;
   /* Fillers: a gap is shorter than the largest unit, so only tensors
    * below it can ever fill one (on real models a few hundred of many
    * thousands: the sort stays small). */
