@@ -595,32 +595,21 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Properties on random inputs                                          */
 
-static uint64_t rng_state;
-
-static uint64_t
-rng(void)
-{
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
 static dbuf_tensors_t *
 random_tensors(int64_t block)
 {
   dbuf_tensors_t *t;
   ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-  int n = 1 + (int)(rng() % 12);
+  int n = 1 + (int)(test_rng() % 12);
   static const int64_t rowsz[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
   for (int i = 0; i < n; i++) {
     int64_t dims[3];
-    int nd = 1 + (int)(rng() % 3);
-    dims[0] = block * (int64_t)(rng() % 6); /* 0 rows sometimes */
+    int nd = 1 + (int)(test_rng() % 3);
+    dims[0] = block * (int64_t)(test_rng() % 6); /* 0 rows sometimes */
     if (nd >= 2)
-      dims[1] = rowsz[rng() % 10];
+      dims[1] = rowsz[test_rng() % 10];
     if (nd == 3)
-      dims[2] = 1 + (int64_t)(rng() % 3);
+      dims[2] = 1 + (int64_t)(test_rng() % 3);
     char name[16];
     snprintf(name, sizeof name, "r%d", i);
     ck_assert_int_eq(dbuf_tensors_add(t, name, nd, dims, NULL), 0);
@@ -784,10 +773,10 @@ reference_lpt(const dbuf_tensors_t *t, int nranks, int ns, int *owners)
 
 START_TEST(test_auto_ns_random)
 {
-  rng_state = 0x2545f4914f6cdd1dULL ^ (uint64_t)_i * 0x9e3779b97f4a7c15ULL;
+  test_rng_state = 0x2545f4914f6cdd1dULL ^ (uint64_t)_i * 0x9e3779b97f4a7c15ULL;
   for (int iter = 0; iter < 400; iter++) {
     dbuf_tensors_t *t = random_tensors(1);
-    int nranks = 1 + (int)(rng() % 7);
+    int nranks = 1 + (int)(test_rng() % 7);
     int got[16], want[16];
     for (int ns = 0; ns <= 1; ns++) {
       reference_lpt(t, nranks, ns, want);
@@ -805,9 +794,9 @@ END_TEST
 
 START_TEST(test_random_properties)
 {
-  rng_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)_i * 0x100000001b3ULL;
+  test_rng_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)_i * 0x100000001b3ULL;
   for (int iter = 0; iter < 250; iter++) {
-    int64_t block = 1 + (int64_t)(rng() % 3);
+    int64_t block = 1 + (int64_t)(test_rng() % 3);
     dbuf_tensors_t *t = random_tensors(block);
     int64_t n = dbuf_tensors_count(t);
     for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_TENSOR; kind++) {
@@ -816,7 +805,7 @@ START_TEST(test_random_properties)
       dbuf_diag_t d;
       dbuf_layout_params_init(&p);
       p.kind = (dbuf_layout_kind_t)kind;
-      p.nranks = 1 + (int)(rng() % 9);
+      p.nranks = 1 + (int)(test_rng() % 9);
       p.block_size = block;
       p.auto_owners = 1;
       ck_assert_msg(dbuf_layout_build(t, &p, &l, &d) == 0, "%s", d.msg);

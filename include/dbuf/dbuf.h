@@ -14,6 +14,7 @@
 #include "dbuf/models.h"
 #include "dbuf/nodes.h"
 #include "dbuf/pattern.h"
+#include "dbuf/peers.h"
 #include "dbuf/report.h"
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"

@@ -115,10 +115,7 @@ int
 cmd_verify(int argc, char **argv)
 {
   static const struct option longopts[] = {
-      {"shapes", required_argument, NULL, CLI_OPT_SHAPES},
-      {"model", required_argument, NULL, CLI_OPT_MODEL},
-      {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},
-      {"order", required_argument, NULL, CLI_OPT_ORDER},
+      CLI_INPUT_LONGOPTS,
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;

@@ -102,18 +102,6 @@ OMPI_MCA_pml=no-such-component run plan --shapes "$T/seed" --dp 5
 expect_code 0 "plan runs without MPI"
 
 # ---- bad inputs: one line, exit 2, nothing written ----
-bad() { # bad "description" 'expected stderr' args...
-  local what=$1 want=$2
-  shift 2
-  rm -f "$T/o.json"
-  run "$@" -o "$T/o.json"
-  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ ! -e "$T/o.json" ] &&
-     [ -z "$(ls "$T" | grep 'o.json.tmp' || true)" ]; then
-    pass "$what"
-  else
-    fail "$what: exit $CODE, stderr '$ERR', want '$want'"
-  fi
-}
 printf 'a 4x4\nb 4xx4\n' >"$T/s1"
 bad "bad shape text" "dbuf-shard: $T/s1:2: tensor b: shape '4xx4': expected a non-negative integer at 'x4'" plan --shapes "$T/s1"
 printf 'a 4x4\n\nb\n' >"$T/s2"
