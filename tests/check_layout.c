@@ -799,7 +799,7 @@ START_TEST(test_random_properties)
     int64_t block = 1 + (int64_t)(test_rng() % 3);
     dbuf_tensors_t *t = random_tensors(block);
     int64_t n = dbuf_tensors_count(t);
-    for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_TENSOR; kind++) {
+    for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_COMPACT; kind++) {
       dbuf_layout_params_t p;
       dbuf_layout_t *l;
       dbuf_diag_t d;
@@ -856,7 +856,7 @@ START_TEST(test_random_properties)
       for (int64_t g = 0; g < size; g++)
         covered += seen[g];
       ck_assert_int_eq(covered, dbuf_tensors_total(t));
-      if (kind == DBUF_LAYOUT_PADDED) {
+      if (kind == DBUF_LAYOUT_PADDED || kind == DBUF_LAYOUT_COMPACT) {
         int64_t seg = size / p.nranks;
         ck_assert_int_eq(seg % dbuf_layout_chunk_size(l), 0);
         for (int r = 0; r <= p.nranks; r++)

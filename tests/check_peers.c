@@ -48,6 +48,9 @@ hand_model(void)
  *   fragments at the tail, by size then id: b at 24, d at 30 (multiple of
  *   3), c at 36, end 41 -> 48 = 4 segments of 12.  Boundaries 12 (a row
  *   start), 24, 36 (tensor starts): no row cut; a on ranks 0-1 (one node).
+ * compact: the same bound, 41 -> 48, segments of 12; every tensor at a
+ *   multiple of its row in id order: a 0, b 24, c 30, d 36 (35 is not a
+ *   multiple of 3): the same boundaries and figures as padded.
  * unpadded: ideal cuts 10.25, 20.5, 30.75 -> 12 (a, nearer row boundary),
  *   20 (a), 31 (c, rows of 1): segments 12, 8, 11, 10; a on ranks 0-2 and
  *   c on 2-3 split; the node boundary 20 is inside a.
@@ -68,7 +71,8 @@ static const struct {
   const char *scheme;
   int64_t v[7];
 } hand_want[] = {
-    {"padded", {48, 7, 12, 12, 0, 1, 0}},  {"unpadded", {41, 0, 12, 8, 0, 2, 1}},
+    {"padded", {48, 7, 12, 12, 0, 1, 0}},  {"compact", {48, 7, 12, 12, 0, 1, 0}},
+    {"unpadded", {41, 0, 12, 8, 0, 2, 1}},
     {"tensor", {41, 0, 24, 5, 0, 0, 0}},   {"fsdp2", {60, 19, 15, 15, 0, 4, 3}},
     {"fsdp1", {44, 3, 11, 11, 2, 2, 1}},   {"zero3", {48, 7, 12, 12, 4, 4, 4}},
 };

@@ -12,6 +12,11 @@
  *  - DBUF_LAYOUT_UNPADDED: tensors back to back; each rank cut moved to the
  *    nearest row (block) boundary of the tensor containing it, ties lower.
  *  - DBUF_LAYOUT_TENSOR: TensorAtomic, each tensor inside its owner's segment.
+ *  - DBUF_LAYOUT_COMPACT: equal segments that are multiples of the padded
+ *    layout's chunk, every tensor at a multiple of its own block x row size
+ *    (no conjugates, no chunk-aligned starts), packed to the padding lower
+ *    bound ceil(logical / (chunk x nranks)) x chunk x nranks where it can be.
+ *    It satisfies every invariant of DBUF_LAYOUT_PADDED.
  * A block_size > 1 keeps block_size consecutive rows together (BlockAtomic).
  */
 #ifndef DBUF_LAYOUT_H
@@ -30,11 +35,11 @@ extern "C" {
 typedef enum dbuf_layout_kind {
   DBUF_LAYOUT_PADDED = 1,
   DBUF_LAYOUT_UNPADDED = 2,
-  DBUF_LAYOUT_TENSOR = 3
-  /* 4 is reserved for the coming "compact" kind. */
+  DBUF_LAYOUT_TENSOR = 3,
+  DBUF_LAYOUT_COMPACT = 4
 } dbuf_layout_kind_t;
 
-/** \brief "padded", "unpadded", "tensor"; "unknown" for other values. */
+/** \brief "padded", "unpadded", "tensor", "compact"; "unknown" for other values. */
 DBUF_EXPORT const char *dbuf_layout_kind_name(int kind);
 
 /** \brief Parse a kind name. \return 0, or DBUF_EINVAL */
@@ -66,6 +71,12 @@ typedef struct dbuf_layout_params {
   int64_t nowners;         /**< entries in owners */
   int auto_owners;         /**< TENSOR with owners NULL: plan them (LPT) on
                                 this dbuf_owner_cost_t; 0 = do not */
+  int64_t align_elems;     /**< COMPACT: every tensor offset also a multiple
+                                of this many elements; 0 or 1 = none */
+  int node_size;           /**< PADDED, COMPACT, UNPADDED: K consecutive
+                                ranks per node; tensors that fit inside one
+                                node's span are kept inside one node; 0 or 1
+                                = off (see dbuf_layout_build()) */
 } dbuf_layout_params_t;
 
 /** \brief Fill params with the defaults. */
@@ -73,9 +84,18 @@ DBUF_EXPORT void dbuf_layout_params_init(dbuf_layout_params_t *p);
 
 /**
  * \brief Build a layout.
+ *
+ * With node_size K > 1 and nranks > K, the nodes are the runs of K
+ * consecutive segments, and a tensor no larger than a node's span (PADDED,
+ * COMPACT: K x segment size; UNPADDED: the node's share of the buffer) is
+ * placed so that no node boundary cuts it; larger tensors may cross.  PADDED
+ * and COMPACT move tensors (adding padding where needed), UNPADDED moves the
+ * node cuts to tensor boundaries (its segments become unequal).  Without
+ * node_size every kind builds exactly as before.
  * \param[in] tensors  copied into the layout
  * \return 0, or
- *   DBUF_EINVAL (NULL argument, block_size < 1, unknown kind),
+ *   DBUF_EINVAL (NULL argument, block_size < 1, unknown kind, align_elems or
+ *   node_size negative),
  *   DBUF_ENRANKS (nranks < 1), DBUF_EBLOCK (dim 0 not divisible by block_size),
  *   DBUF_EOWNER (owner out of [0, nranks), wrong owner count, TENSOR without
  *   owners), DBUF_EOVERFLOW (any count, the chunk LCM included), DBUF_ENOMEM.
@@ -131,7 +151,7 @@ DBUF_EXPORT int dbuf_layout_owner_loads(const dbuf_layout_t *l,
  * \brief Assemble a layout from its parts (for layouts read from a file or the
  * wire).  Only array sizes and basic ranges are checked here; run
  * dbuf_layout_validate() to check the invariants.
- * \param[in] chunk_size    PADDED: the chunk; 0 for the other kinds
+ * \param[in] chunk_size    PADDED, COMPACT: the chunk; 0 for the other kinds
  * \param[in] offsets       count(tensors) entries
  * \param[in] rank_offsets  nranks entries (the first must be 0)
  * \param[in] owners        NULL, or count(tensors) entries (TENSOR)
@@ -153,7 +173,7 @@ DBUF_EXPORT void dbuf_layout_destroy(dbuf_layout_t *layout);
 DBUF_EXPORT dbuf_layout_kind_t dbuf_layout_kind(const dbuf_layout_t *l);
 DBUF_EXPORT int dbuf_layout_nranks(const dbuf_layout_t *l);
 DBUF_EXPORT int64_t dbuf_layout_block_size(const dbuf_layout_t *l);
-/** PADDED: LCM of block_size x row size over the tensors; 0 otherwise. */
+/** PADDED, COMPACT: LCM of block_size x row size over the tensors; 0 otherwise. */
 DBUF_EXPORT int64_t dbuf_layout_chunk_size(const dbuf_layout_t *l);
 DBUF_EXPORT int64_t dbuf_layout_size(const dbuf_layout_t *l);
 DBUF_EXPORT int64_t dbuf_layout_ntensors(const dbuf_layout_t *l);
@@ -180,9 +200,9 @@ typedef enum dbuf_violation_kind {
   DBUF_VIOL_RANGE = 1,   /**< range not 0..size or not non-decreasing */
   DBUF_VIOL_BOUNDS,      /**< tensor offset out of [0, size] or end past size */
   DBUF_VIOL_OVERLAP,     /**< two tensors overlap */
-  DBUF_VIOL_ALIGN,       /**< tensor offset not aligned to block x row (PADDED) */
+  DBUF_VIOL_ALIGN,       /**< tensor offset not aligned to block x row (PADDED, COMPACT) */
   DBUF_VIOL_CUT,         /**< a rank cut inside a row (block) of a tensor */
-  DBUF_VIOL_UNEQUAL,     /**< segments not equal (PADDED) */
+  DBUF_VIOL_UNEQUAL,     /**< segments not equal (PADDED, COMPACT) */
   DBUF_VIOL_SPLIT,       /**< TENSOR tensor not inside one segment, or wrong owner */
   DBUF_VIOL_GAP,         /**< padding where the kind promises none */
   DBUF_VIOL_BLOCK,       /**< dim 0 not divisible by block_size */

@@ -48,7 +48,7 @@ typedef struct dbuf_shard_stats {
   int64_t tensors_crossing_nodes;
 } dbuf_shard_stats_t;
 
-/** \brief Number of schemes (padded, unpadded, tensor, fsdp2, fsdp1, zero3, ...). */
+/** \brief Number of schemes (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3). */
 DBUF_EXPORT int dbuf_scheme_count(void);
 
 /** \brief Name of scheme i in [0, dbuf_scheme_count()); NULL otherwise. */

@@ -14,7 +14,7 @@
  *   header, 128 bytes (16 words):
  *     0 magic "DBUFWIRE"          8 format version (1)
  *    16 total bytes, trailer in  24 header bytes (128)
- *    32 kind (1..3; 4 reserved)  40 nranks
+ *    32 kind (1..4)              40 nranks
  *    48 block_size               56 chunk_size
  *    64 size                     72 tensors
  *    80 layout flags (0)         88 words per tensor after its dims (>= 2)
@@ -29,7 +29,7 @@
  *     tags >= 256 are optional: a reader skips the ones it does not know
  *   trailer: XXH3-64 of every byte before it.
  *
- * Room is reserved for the "compact" kind (4) and for per-tensor fields (a
+ * Room is reserved for per-tensor fields (a
  * flags word and an element size are already there, and the per-tensor word
  * count lets later versions add more).
  */
@@ -87,7 +87,6 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  *                            a missing or repeated section
  * \return DBUF_ECHECKSUM     header or trailer checksum mismatch
  * \return DBUF_EVERSION      a format version other than DBUF_WIRE_VERSION
- * \return DBUF_EUNSUPPORTED  a kind this build does not know (4: compact)
  * \return DBUF_ESHAPE, DBUF_EDUP, DBUF_EOVERFLOW, DBUF_EOWNER, DBUF_ENRANKS,
  *         DBUF_ELAYOUT, DBUF_ENOMEM  from rebuilding the tensors and layout
  */

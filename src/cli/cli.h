@@ -67,6 +67,7 @@ enum {
   CLI_OPT_DTYPE,
   CLI_OPT_ALIGN,
   CLI_OPT_RPN,
+  CLI_OPT_NODE_SIZE,
   CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
 };
 
@@ -84,7 +85,8 @@ enum {
       {"owners", required_argument, NULL, CLI_OPT_OWNERS},                     \
       {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                       \
       {"align-bytes", required_argument, NULL, CLI_OPT_ALIGN},                 \
-      {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN}
+      {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN},                \
+      {"node-size", required_argument, NULL, CLI_OPT_NODE_SIZE}
 
 /* Help text of the shared planning options. */
 extern const char cli_plan_help[];

@@ -19,7 +19,7 @@ plan_usage(FILE *f)
   fprintf(f,
           "Usage: dbuf-shard plan [--shapes FILE | --model NAME | "
           "--safetensors FILE...]\n"
-          "                       [--dp N] [--layout padded|unpadded|tensor]\n"
+          "                       [--dp N] [--layout padded|unpadded|tensor|compact]\n"
           "                       [--block-size B] [--owners FILE|auto|auto-ns]\n"
           "                       [--dtype T] [--align-bytes N]\n"
           "                       [--ranks-per-node K]\n"

@@ -20,7 +20,7 @@ const char cli_plan_help[] =
     "  --order FILE           tensor order for --safetensors: one name a line\n"
     "Layout:\n"
     "  --dp N                 shard count (plan: default 1; run: the rank count)\n"
-    "  --layout KIND          padded (default), unpadded or tensor\n"
+    "  --layout KIND          padded (default), unpadded, tensor or compact\n"
     "  --block-size B         rows kept together (BlockAtomic), default 1\n"
     "  --owners FILE|auto|auto-ns\n"
     "                         tensor layout: owner rank a line, or planned by\n"
@@ -28,7 +28,11 @@ const char cli_plan_help[] =
     "                         Newton-Schulz cost numel x min(rows, cols)\n"
     "  --dtype T              element type for byte figures: bf16 (default),\n"
     "                         fp16, fp32, fp64, fp8, int8, int32, int64\n"
-    "  --align-bytes N        report byte figures aligned to N bytes\n"
+    "  --align-bytes N        report byte figures aligned to N bytes; compact:\n"
+    "                         every tensor also starts at a multiple of N bytes\n"
+    "  --node-size K          padded, compact, unpadded: keep every tensor that\n"
+    "                         fits in K consecutive ranks' span inside one such\n"
+    "                         node (with --ranks-per-node K: before and after)\n"
     "  --ranks-per-node K     plan: add the node report for nodes of K\n"
     "                         consecutive ranks, named node0, node1, ... (the\n"
     "                         last node has fewer ranks when K does not divide\n"
@@ -96,7 +100,7 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
     return 1;
   case CLI_OPT_LAYOUT:
     if (dbuf_layout_kind_parse(arg, &o->params.kind) != 0) {
-      cli_err("--layout: '%s' is not padded, unpadded or tensor", arg);
+      cli_err("--layout: '%s' is not padded, unpadded, tensor or compact", arg);
       return CLI_OPT_BAD;
     }
     return 1;
@@ -129,6 +133,11 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
     if (cli_parse_i64("ranks-per-node", arg, 1, INT_MAX, &v) != 0)
       return CLI_OPT_BAD;
     o->ranks_per_node = v;
+    return 1;
+  case CLI_OPT_NODE_SIZE:
+    if (cli_parse_i64("node-size", arg, 1, INT_MAX, &v) != 0)
+      return CLI_OPT_BAD;
+    o->params.node_size = (int)v;
     return 1;
   default:
     return 0;
@@ -255,6 +264,20 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
   if (o->owners != NULL && p.kind != DBUF_LAYOUT_TENSOR) {
     cli_err("--owners applies to --layout tensor only");
     return CLI_EXIT_USAGE;
+  }
+  if (p.node_size > 0 && p.kind == DBUF_LAYOUT_TENSOR) {
+    cli_err("--node-size applies to --layout padded, compact and unpadded");
+    return CLI_EXIT_USAGE;
+  }
+  if (p.kind == DBUF_LAYOUT_COMPACT && o->align_bytes > 0) {
+    /* N bytes of elem_size-byte elements: offsets multiple of N / gcd. */
+    int64_t a = o->align_bytes, b = o->elem_size;
+    while (b != 0) {
+      int64_t r = a % b;
+      a = b;
+      b = r;
+    }
+    p.align_elems = o->align_bytes / a;
   }
   if (p.kind == DBUF_LAYOUT_TENSOR) {
     if (o->owners == NULL || strcmp(o->owners, "auto") == 0) {

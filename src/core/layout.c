@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {NULL, "padded", "unpadded", "tensor"};
+static const char *const kind_names[] = {NULL, "padded", "unpadded", "tensor",
+                                         "compact"};
 
 const char *
 dbuf_layout_kind_name(int kind)
 {
-  if (kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_TENSOR)
+  if (kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_COMPACT)
     return kind_names[kind];
   return "unknown";
 }
@@ -20,7 +21,7 @@ dbuf_layout_kind_parse(const char *name, dbuf_layout_kind_t *kind)
 {
   if (name == NULL || kind == NULL)
     return DBUF_EINVAL;
-  for (int k = DBUF_LAYOUT_PADDED; k <= DBUF_LAYOUT_TENSOR; k++) {
+  for (int k = DBUF_LAYOUT_PADDED; k <= DBUF_LAYOUT_COMPACT; k++) {
     if (strcmp(name, kind_names[k]) == 0) {
       *kind = (dbuf_layout_kind_t)k;
       return 0;
@@ -120,7 +121,7 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (tensors == NULL || out == NULL || rank_offsets == NULL ||
       (n > 0 && offsets == NULL))
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_TENSOR)
+  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
     return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
   if (nranks < 1)
     return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d",
@@ -132,7 +133,7 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (size < 0)
     return dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)",
                       (long long)size);
-  if (chunk_size < 0 || (kind == DBUF_LAYOUT_PADDED && chunk_size < 1))
+  if (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1))
     return dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
                       (long long)chunk_size);
   if (owners != NULL) {
@@ -161,7 +162,7 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (own)
     memcpy(own, owners, (size_t)n * sizeof *own);
   int rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
-                                 kind == DBUF_LAYOUT_PADDED ? chunk_size : 0,
+                                 dbuf__layout_chunked(kind) ? chunk_size : 0,
                                  size, off, range, own, out);
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));

@@ -23,6 +23,12 @@ check_common(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   if (p->block_size < 1)
     return dbuf__diag(diag, DBUF_EINVAL, "block size must be positive, got %lld",
                       (long long)p->block_size);
+  if (p->align_elems < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "alignment must not be negative, got %lld",
+                      (long long)p->align_elems);
+  if (p->node_size < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "node size must not be negative, got %d",
+                      p->node_size);
   int64_t n = dbuf_tensors_count(t);
   for (int64_t i = 0; i < n; i++) {
     int64_t rows = dbuf_tensors_rows(t, i);
@@ -60,8 +66,8 @@ dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size, int64_t *chunk,
   return 0;
 }
 
-static int
-segments_from_size(int64_t end, int64_t unit, int nranks, int64_t **range_out,
+int
+dbuf__layout_segments(int64_t end, int64_t unit, int nranks, int64_t **range_out,
                    int64_t *size_out)
 {
   int64_t total_unit, size;
@@ -298,8 +304,8 @@ frags_fill(frags_t *f, int64_t cursor, int64_t end, int64_t *offsets)
   }
 }
 
-static int
-build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
+int
+dbuf__layout_build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
              dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   int64_t n = dbuf_tensors_count(t), chunk, nreg = 0, nfrag = 0;
@@ -414,7 +420,7 @@ build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     }
   }
 
-  if ((rc = segments_from_size(offset, chunk, p->nranks, &range, &size)) != 0) {
+  if ((rc = dbuf__layout_segments(offset, chunk, p->nranks, &range, &size)) != 0) {
     rc = dbuf__diag(diag, rc,
                     "buffer size (%lld elements padded to chunk %lld x %d "
                     "ranks) overflows 64 bits",
@@ -444,6 +450,51 @@ fail:
 
 /* ------------------------------------------------------------------ */
 /* unpadded                                                             */
+
+/*
+ * Node-aware unpadded cuts: every node cut (rank r, r a multiple of K) that
+ * falls strictly inside a tensor no larger than a node's share (K x size /
+ * nranks) moves to that tensor's nearer end (ties to its start), and the
+ * cuts inside a node are clamped between its two node cuts.  Tensor ends are
+ * row boundaries, so every cut stays one; the segments stay non-decreasing.
+ * O(nranks / K x log n + nranks).
+ */
+static void
+node_cuts(const dbuf_tensors_t *t, int k, const int64_t *offsets,
+          int64_t *range, int nranks, int64_t size)
+{
+  int64_t n = dbuf_tensors_count(t);
+  __int128 share = (__int128)size * k; /* node share x nranks */
+  for (int r = k; r < nranks; r += k) {
+    int64_t cut = range[r], lo = 0, hi = n;
+    /* Last tensor starting at or before cut (offsets ascend with id). */
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (offsets[mid] <= cut)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == 0)
+      continue;
+    int64_t id = lo - 1, start = offsets[id], numel = dbuf_tensors_numel(t, id);
+    if (cut != start && cut < start + numel &&
+        (__int128)numel * nranks <= share)
+      range[r] = cut - start <= start + numel - cut ? start : start + numel;
+    if (r > k && range[r] < range[r - k]) /* keep the node cuts ordered */
+      range[r] = range[r - k];
+  }
+  /* Clamp every cut between the node cuts around it (both already final). */
+  for (int r = 1; r < nranks; r++) {
+    if (r % k == 0)
+      continue;
+    int64_t lo = range[r / k * k], hi = r / k * k + k < nranks ? range[r / k * k + k] : size;
+    if (range[r] < lo)
+      range[r] = lo;
+    if (range[r] > hi)
+      range[r] = hi;
+  }
+}
 
 static int
 build_unpadded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
@@ -496,6 +547,8 @@ build_unpadded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     __int128 du = (__int128)upper * nranks - ideal;
     range[r] = du < dl ? upper : lower;
   }
+  if (p->node_size > 1 && nranks > p->node_size)
+    node_cuts(t, p->node_size, offsets, range, nranks, size);
   rc = dbuf__layout_assemble(t, DBUF_LAYOUT_UNPADDED, nranks, p->block_size, 0,
                              size, offsets, range, NULL, out);
   if (rc != 0)
@@ -761,11 +814,17 @@ dbuf_layout_build(const dbuf_tensors_t *tensors, const dbuf_layout_params_t *p,
     return rc;
   switch (p->kind) {
   case DBUF_LAYOUT_PADDED:
-    return build_padded(tensors, p, out, diag);
+    if (p->node_size > 1 && p->nranks > p->node_size)
+      return dbuf__layout_build_node_packed(tensors, p, out, diag);
+    return dbuf__layout_build_padded(tensors, p, out, diag);
   case DBUF_LAYOUT_UNPADDED:
     return build_unpadded(tensors, p, out, diag);
   case DBUF_LAYOUT_TENSOR:
     return build_tensor(tensors, p, out, diag);
+  case DBUF_LAYOUT_COMPACT:
+    if (p->node_size > 1 && p->nranks > p->node_size)
+      return dbuf__layout_build_node_packed(tensors, p, out, diag);
+    return dbuf__layout_build_compact(tensors, p, out, diag);
   default:
     return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)p->kind);
   }

@@ -98,7 +98,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   int ranges_good = range_ok(l, &c);
 
-  /* Per tensor: bounds, block divisibility, alignment (padded). */
+  /* Per tensor: bounds, block divisibility, alignment (padded, compact). */
   for (int64_t i = 0; i < l->n && !c.stop; i++) {
     int64_t off = l->offsets[i], numel = NUMEL(l, i);
     int64_t rows = dbuf_tensors_rows(l->tensors, i);
@@ -114,7 +114,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
       report(&c, DBUF_VIOL_BLOCK, i, -1, -1, rows, l->block_size,
              "tensor %s: dim 0 = %lld not divisible by block size %lld",
              NAME(l, i), (long long)rows, (long long)l->block_size);
-    if (l->kind == DBUF_LAYOUT_PADDED &&
+    if (dbuf__layout_chunked(l->kind) &&
         !dbuf__mul(l->block_size, dbuf_tensors_row_elems(l->tensors, i),
                    &align) &&
         off % align != 0)
@@ -142,8 +142,8 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     }
   }
 
-  /* Padded: chunk is the LCM, segments equal and multiples of the chunk. */
-  if (l->kind == DBUF_LAYOUT_PADDED && !c.stop) {
+  /* Padded, compact: chunk is the LCM, segments equal and multiples of it. */
+  if (dbuf__layout_chunked(l->kind) && !c.stop) {
     int64_t chunk;
     if (dbuf__layout_chunk(l->tensors, l->block_size, &chunk, NULL) != 0 ||
         chunk != l->chunk_size)
@@ -210,7 +210,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   }
 
   /* Unpadded and tensor layouts have no padding at all. */
-  if (l->kind != DBUF_LAYOUT_PADDED && logical != l->size && !c.stop) {
+  if (!dbuf__layout_chunked(l->kind) && logical != l->size && !c.stop) {
     int64_t cursor = 0, at = -1;
     for (int64_t p = 0; p < l->n; p++) {
       int64_t id = l->order[p];

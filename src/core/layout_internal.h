@@ -8,7 +8,7 @@ struct dbuf_layout {
   dbuf_layout_kind_t kind;
   int nranks;
   int64_t block_size;
-  int64_t chunk_size; /* PADDED only, else 0 */
+  int64_t chunk_size; /* PADDED and COMPACT, else 0 */
   int64_t size;
   int64_t n;              /* tensors */
   dbuf_tensors_t *tensors; /* owned copy */
@@ -35,6 +35,35 @@ int dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size,
  */
 int64_t dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x,
                                  int64_t *lower);
+
+/* Kinds with equal segments that are multiples of the chunk (the padded
+ * layout's invariants). */
+static inline int
+dbuf__layout_chunked(dbuf_layout_kind_t kind)
+{
+  return kind == DBUF_LAYOUT_PADDED || kind == DBUF_LAYOUT_COMPACT;
+}
+
+/* range[nranks + 1] of equal segments for a buffer of at least end
+ * elements, the size rounded up to unit x nranks; checked. */
+int dbuf__layout_segments(int64_t end, int64_t unit, int nranks,
+                          int64_t **range_out, int64_t *size_out);
+
+/* The padded builder (layout_build.c); params already checked. */
+int dbuf__layout_build_padded(const dbuf_tensors_t *t,
+                              const dbuf_layout_params_t *p,
+                              dbuf_layout_t **out, dbuf_diag_t *diag);
+
+/* Padded and compact with node_size > 1 and more ranks than one node
+ * (layout_node_pack.c); params already checked. */
+int dbuf__layout_build_node_packed(const dbuf_tensors_t *t,
+                                   const dbuf_layout_params_t *p,
+                                   dbuf_layout_t **out, dbuf_diag_t *diag);
+
+/* The compact builder (layout_compact.c); params already checked. */
+int dbuf__layout_build_compact(const dbuf_tensors_t *t,
+                               const dbuf_layout_params_t *p,
+                               dbuf_layout_t **out, dbuf_diag_t *diag);
 
 /* Rank whose non-empty segment holds i (0 <= i < size). */
 int dbuf__layout_owner(const dbuf_layout_t *l, int64_t i);

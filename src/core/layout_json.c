@@ -27,7 +27,7 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
             "%lld,\n",
             DBUF_LAYOUT_JSON_VERSION, dbuf_layout_kind_name(dbuf_layout_kind(l)),
             nranks, (long long)dbuf_layout_block_size(l));
-  if (dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED)
+  if (dbuf_layout_chunk_size(l) > 0)
     dbuf__sb_printf(&b, "  \"chunk_size\": %lld,\n",
               (long long)dbuf_layout_chunk_size(l));
   dbuf__sb_printf(&b, "  \"size\": %lld,\n  \"logical_size\": %lld,\n",
@@ -132,8 +132,8 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
   if (!json_is_string(jk) ||
       dbuf_layout_kind_parse(json_string_value(jk), &kind) != 0) {
     rc = dbuf__diag(diag, DBUF_EPARSE,
-                    "%s: \"layout\" must be \"padded\", \"unpadded\" or "
-                    "\"tensor\"",
+                    "%s: \"layout\" must be \"padded\", \"unpadded\", "
+                    "\"tensor\" or \"compact\"",
                     name);
     goto out;
   }
@@ -144,9 +144,9 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
   if ((rc = get_int(name, root, "block_size", 0, &block, diag)) < 0 ||
       (rc = get_int(name, root, "chunk_size", 0, &chunk, diag)) < 0)
     goto out;
-  if (kind == DBUF_LAYOUT_PADDED && rc == 1) {
-    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: padded layout without \"chunk_size\"",
-                    name);
+  if ((kind == DBUF_LAYOUT_PADDED || kind == DBUF_LAYOUT_COMPACT) && rc == 1) {
+    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: %s layout without \"chunk_size\"",
+                    name, dbuf_layout_kind_name(kind));
     goto out;
   }
   if (dp < 1 || dp > INT32_MAX) {

@@ -247,6 +247,8 @@ static const struct {
 } schemes[] = {
     {"padded", DBUF_LAYOUT_PADDED, NULL,
      "dbuf-shard padded: RowAtomic, equal segments of whole LCM chunks"},
+    {"compact", DBUF_LAYOUT_COMPACT, NULL,
+     "dbuf-shard compact: equal segments of whole chunks, at the padding lower bound"},
     {"unpadded", DBUF_LAYOUT_UNPADDED, NULL,
      "dbuf-shard unpadded: back to back, cuts moved to the nearest row boundary"},
     {"tensor", DBUF_LAYOUT_TENSOR, NULL,

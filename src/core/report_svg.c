@@ -471,7 +471,7 @@ dbuf__report_svg(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
                   LEFT);
   dbuf__sb_printf(b, "%s layout, dp %d",
                   dbuf_layout_kind_name(dbuf_layout_kind(l)), nranks);
-  if (dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED)
+  if (dbuf_layout_chunk_size(l) > 0)
     dbuf__sb_printf(b, ", chunk %s", dbuf__rep_group(g1, dbuf_layout_chunk_size(l)));
   if (dbuf_layout_block_size(l) > 1)
     dbuf__sb_printf(b, ", block %lld rows", (long long)dbuf_layout_block_size(l));

@@ -134,7 +134,7 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   if (dbuf_layout_block_size(l) > 1)
     dbuf__sb_printf(b, ", block %lld rows",
                     (long long)dbuf_layout_block_size(l));
-  if (kind == DBUF_LAYOUT_PADDED)
+  if (dbuf_layout_chunk_size(l) > 0)
     dbuf__sb_printf(b, ", chunk %s elements",
                     dbuf__rep_group(g1, dbuf_layout_chunk_size(l)));
   dbuf__sb_puts(b, "\n");
@@ -196,7 +196,7 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
                     dbuf__rep_group(g2, max), dbuf__rep_bytes(by, sum));
     dbuf__sb_printf(b, " in all");
   }
-  if (kind != DBUF_LAYOUT_PADDED) {
+  if (dbuf_layout_chunk_size(l) == 0) { /* equal segments have no imbalance */
     dbuf__sb_puts(b, "\n");
   key(b, "load balance:");
     if (size > 0)

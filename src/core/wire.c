@@ -15,8 +15,7 @@ enum {
   SEC_OWNERS = 4,
   SEC_OPTIONAL = 256, /* tags from here on may be skipped by readers */
   HDR_SUM_AT = 120,   /* header checksum word */
-  TENSOR_WORDS = 2,   /* flags, elem_size */
-  KIND_COMPACT = 4    /* reserved */
+  TENSOR_WORDS = 2    /* flags, elem_size */
 };
 
 /* ------------------------------------------------------------------ */
@@ -367,10 +366,7 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
   if (hdr != DBUF_WIRE_HEADER_BYTES || lflags != 0 || get_u64(p + 104) != 0 ||
       get_u64(p + 112) != 0 || words < TENSOR_WORDS || words > 64)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown header fields");
-  if (kind == KIND_COMPACT)
-    return dbuf__diag(diag, DBUF_EUNSUPPORTED,
-                      "wire: layout kind 4 (compact) is not supported by this build");
-  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_TENSOR)
+  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown layout kind %llu",
                       (unsigned long long)kind);
   if (nranks < 1 || nranks > INT_MAX)

@@ -15,6 +15,10 @@ M="$DATA/compare.shapes"
 #   start), 24 and 36 (tensor starts): no row cut; only a (ranks 0-1) split;
 #   the node boundary 24 is a tensor start: no crossing.
 #   bytes: 96 buffer, 14 padding (7/48 = 14.5833%), 24 a rank.
+# compact: the padding lower bound ceil(41 / (12 x 4)) x 48 = 48, segments of
+#   12; every tensor at a multiple of its own row, in id order: a 0, b 24,
+#   c 30, d 36 (35 is no multiple of 3).  The same boundaries as padded: the
+#   same figures.
 # unpadded: ideal cuts 10.25, 20.5, 30.75 move to the nearest row boundary:
 #   12 (a: 8 or 12), 20 (a: 20 or 24), 31 (c, rows of 1); segments 12, 8,
 #   11, 10 (24 and 16 bytes at most and least).  a (ranks 0-2) and c (30-35,
@@ -40,6 +44,7 @@ expect_code 0 "text: exit"
 expect_out "compare: $M, 4 tensors, 41 elements, dtype bf16, dp 4, nodes of 2 ranks
 scheme    buffer bytes  padding bytes   padding  max rank bytes  min rank bytes  rows cut  tensors split  crossing nodes
 padded              96             14  14.5833%              24              24         0              1               0
+compact             96             14  14.5833%              24              24         0              1               0
 unpadded            82              0   0.0000%              24              16         0              2               1
 tensor              82              0   0.0000%              48              10         0              0               0
 fsdp2              120             38  31.6667%              30              30         0              4               3
@@ -53,7 +58,8 @@ expect_json '[.[] | keys_unsorted] | unique' \
   '[["scheme", "buffer_bytes", "padding_bytes", "max_rank_bytes", "min_rank_bytes", "rows_cut", "tensors_split", "tensors_crossing_nodes"]]' \
   "json: exactly the keys, in order"
 expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .min_rank_bytes, .rows_cut, .tensors_split, .tensors_crossing_nodes]]' \
-  '[["padded", 96, 14, 24, 24, 0, 1, 0], ["unpadded", 82, 0, 24, 16, 0, 2, 1],
+  '[["padded", 96, 14, 24, 24, 0, 1, 0], ["compact", 96, 14, 24, 24, 0, 1, 0],
+    ["unpadded", 82, 0, 24, 16, 0, 2, 1],
     ["tensor", 82, 0, 48, 10, 0, 0, 0], ["fsdp2", 120, 38, 30, 30, 0, 4, 3],
     ["fsdp1", 88, 6, 22, 22, 2, 2, 1], ["zero3", 96, 14, 24, 24, 4, 4, 4]]' "json: the hand figures"
 
@@ -70,10 +76,11 @@ scheme  buffer bytes  padding bytes  padding  max rank bytes  min rank bytes  ro
 fsdp1             88              6  6.8182%              22              22         2              2               -" \
   "text: one scheme, no nodes"
 
-# dp 1: nothing is split or cut; padded rounds 41 up to its chunk 12 (48).
+# dp 1: nothing is split or cut; padded and compact round 41 up to the chunk
+# 12 (48).
 run compare --shapes "$M" --dp 1 --format json
 expect_json '[.[] | [.scheme, .buffer_bytes, .rows_cut, .tensors_split]]' \
-  '[["padded", 96, 0, 0], ["unpadded", 82, 0, 0], ["tensor", 82, 0, 0],
+  '[["padded", 96, 0, 0], ["compact", 96, 0, 0], ["unpadded", 82, 0, 0], ["tensor", 82, 0, 0],
     ["fsdp2", 82, 0, 0], ["fsdp1", 82, 0, 0], ["zero3", 82, 0, 0]]' "dp 1"
 
 # -o writes the same bytes atomically.
@@ -91,9 +98,9 @@ expect_json '[.[] | select(.scheme == "unpadded" or .scheme == "tensor") | .buff
 bad "no dp" "dbuf-shard: compare: --dp N is required" compare --shapes "$M"
 bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 0
 bad "node size 0" "dbuf-shard: --node-size: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 4 --node-size 0
-bad "unknown scheme" "dbuf-shard: --schemes: 'zero2' is not a scheme (padded, unpadded, tensor, fsdp2, fsdp1, zero3)" \
+bad "unknown scheme" "dbuf-shard: --schemes: 'zero2' is not a scheme (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3)" \
   compare --shapes "$M" --dp 4 --schemes fsdp1,zero2
-bad "empty scheme" "dbuf-shard: --schemes: '' is not a scheme (padded, unpadded, tensor, fsdp2, fsdp1, zero3)" \
+bad "empty scheme" "dbuf-shard: --schemes: '' is not a scheme (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3)" \
   compare --shapes "$M" --dp 4 --schemes fsdp1,
 bad "format" "dbuf-shard: --format: 'csv' is not text or json" compare --shapes "$M" --dp 4 --format csv
 bad "plan-only option" "dbuf-shard: compare: unknown option '--layout' (see 'dbuf-shard compare --help')" \

@@ -122,7 +122,7 @@ bad "missing file" "dbuf-shard: $T/nope: cannot open: No such file or directory"
 bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --dp 0
 bad "dp text" "dbuf-shard: --dp: 'x3' is not an integer" plan --shapes "$T/seed" --dp x3
 bad "block 0" "dbuf-shard: --block-size: 0 is out of range [1, 9223372036854775807]" plan --shapes "$T/seed" --block-size 0
-bad "layout kind" "dbuf-shard: --layout: 'rows' is not padded, unpadded or tensor" plan --shapes "$T/seed" --layout rows
+bad "layout kind" "dbuf-shard: --layout: 'rows' is not padded, unpadded, tensor or compact" plan --shapes "$T/seed" --layout rows
 printf '0\n1\n7\n0\n0\n' >"$T/own"
 bad "owner out of range" "dbuf-shard: $T/own:3: owner 7 of tensor P2 out of range [0, 2)" plan --shapes "$T/seed" --dp 2 --layout tensor --owners "$T/own"
 printf '0\n1\n' >"$T/own2"
@@ -149,6 +149,37 @@ bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetenso
 run plan --shapes "$T/seed" -o "$T/no/such/dir/out.json"
 expect_code 2 "unwritable output"
 expect_err "dbuf-shard: $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
+
+# The compact kind on the seed (derived by hand): chunk lcm(6, 4, 2) = 12,
+# dp 5: stripe 60, logical 52, bound 60.  Cursor 0: P0 (unit 6) -> 0;
+# 12: P1 (unit 4) -> 12; 28: P2 -> 28; 44: P3 (unit 2) -> 44; 46: only P4
+# (unit 6) is left -> 48.  Cuts 24 and 36 fall 3 and 2 rows into P1 and P2.
+run plan --format json --shapes "$T/seed" --dp 5 --layout compact -o "$T/compact.json"
+expect_code 0 "compact seed"
+cp "$T/compact.json" "$T/stdout"
+expect_json '.layout' '"compact"' "compact kind"
+expect_json '.chunk_size' '12' "compact chunk"
+expect_json '[.tensors[].offset]' '[0,12,28,44,48]' "compact offsets"
+expect_json '.rank_offsets' '[0,12,24,36,48]' "compact ranks"
+expect_json '.size' '60' "compact size at the bound"
+run verify "$T/compact.json"
+expect_code 0 "compact verify"
+expect_out_has "OK: compact layout, dp 5" "compact verify text"
+for f in summary table diagram csv svg; do
+  run plan --shapes "$T/seed" --dp 5 --layout compact --format $f
+  expect_code 0 "compact --format $f"
+done
+expect_out_has "compact layout, dp 5" "compact svg title"
+# --align-bytes 16 of bf16: offsets multiples of 8 elements; units P0, P4
+# lcm(6, 8) = 24, P1-P3 8.  The ordered pass ends at 78 (P4 at 72), past
+# the bound; the grouped pass (unit 24 first) puts P0 at 0, fills [12, 24)
+# with P3 at 16, then P4 at 24, P1 at 32, P2 at 48: end 64, size 120.
+run plan --format json --shapes "$T/seed" --dp 5 --layout compact --align-bytes 16
+expect_code 0 "compact aligned"
+expect_json '[.tensors[].offset]' '[0,32,48,16,24]' "compact aligned offsets"
+expect_json '.size' '120' "compact aligned size"
+bad "node size 0" "dbuf-shard: --node-size: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --node-size 0
+bad "node size on tensor" "dbuf-shard: --node-size applies to --layout padded, compact and unpadded" plan --shapes "$T/seed" --layout tensor --node-size 2
 
 run plan --help
 expect_code 0 "plan --help"

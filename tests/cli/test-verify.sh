@@ -194,7 +194,7 @@ bad "bad JSON" "dbuf-shard: $T/syntax.json:3: invalid JSON: '}' expected near '3
 printf '{"layout": "padded", "dp_size": 1, "chunk_size": 4, "rank_offsets": [0], "tensors": []}' >"$T/nosize.json"
 bad "missing size" "dbuf-shard: $T/nosize.json: missing \"size\"" verify "$T/nosize.json"
 printf '{"layout": "rows", "dp_size": 1, "size": 0, "rank_offsets": [0], "tensors": []}' >"$T/kind.json"
-bad "unknown kind" "dbuf-shard: $T/kind.json: \"layout\" must be \"padded\", \"unpadded\" or \"tensor\"" verify "$T/kind.json"
+bad "unknown kind" "dbuf-shard: $T/kind.json: \"layout\" must be \"padded\", \"unpadded\", \"tensor\" or \"compact\"" verify "$T/kind.json"
 printf '{"layout": "unpadded", "dp_size": 2, "size": 0, "rank_offsets": [0], "tensors": []}' >"$T/dp.json"
 bad "rank_offsets length" "dbuf-shard: $T/dp.json: \"rank_offsets\" must be an array of dp_size (2) integers" verify "$T/dp.json"
 printf '{"layout": "unpadded", "dp_size": 1, "size": 4, "rank_offsets": [0], "tensors": [{"name": "a", "shape": [4, "x"], "offset": 0}]}' >"$T/dim.json"

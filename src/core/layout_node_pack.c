@@ -1,0 +1,291 @@
+/*
+ * Node-aware packing for the equal-segment kinds (padded and compact with
+ * node_size K): nodes hold runs of K segments of S elements, so node
+ * boundaries are the multiples of B = K x S.
+ *
+ * Tensors larger than B cannot avoid a boundary; they go first, back to
+ * back in id order, each at a multiple of its unit.  Every other non-empty
+ * tensor is given a node by first-fit decreasing (largest first, ties by
+ * id; the lowest node with room, found in a max segment tree over the
+ * nodes' free space): O(n log n + nodes).  Inside a node the tensors are
+ * laid out by unit, largest first, then by id, each at the next multiple of
+ * its unit.  A node's alignment gaps are below the sum R of the distinct
+ * units (one gap at its start, one at each change of unit), so each node
+ * reserves R and a tensor given a node never crosses its end.
+ *
+ * Offsets are multiples of each tensor's unit and segments multiples of the
+ * chunk: every rank cut lands on a row boundary (see layout_compact.c), and
+ * the layout satisfies every padded invariant.  S is the least multiple of
+ * the chunk, from the padding lower bound up, for which first-fit finds
+ * every tensor a node (exponential then binary search: O(log) packings).
+ */
+#include "core_internal.h"
+#include "layout_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { ROUNDS = 62 }; /* doublings of the step before giving up */
+
+typedef struct {
+  int64_t a, b, id;
+} nkey_t;
+
+static int
+cmp_nkey(const void *x, const void *y)
+{
+  const nkey_t *a = x, *b = y;
+  if (a->a != b->a)
+    return a->a < b->a ? -1 : 1;
+  if (a->b != b->b)
+    return a->b < b->b ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Max segment tree over the free space of the nodes. */
+typedef struct {
+  int64_t base;
+  int64_t *v;
+} maxtree_t;
+
+static void
+maxtree_set(maxtree_t *mt, int64_t i, int64_t val)
+{
+  int64_t k = mt->base + i;
+  mt->v[k] = val;
+  for (k /= 2; k >= 1; k /= 2)
+    mt->v[k] = mt->v[2 * k] > mt->v[2 * k + 1] ? mt->v[2 * k] : mt->v[2 * k + 1];
+}
+
+/* Lowest node with at least need free, or -1. */
+static int64_t
+maxtree_first(const maxtree_t *mt, int64_t need)
+{
+  if (mt->v[1] < need)
+    return -1;
+  int64_t k = 1;
+  while (k < mt->base)
+    k = mt->v[2 * k] >= need ? 2 * k : 2 * k + 1;
+  return k - mt->base;
+}
+
+typedef struct {
+  const dbuf_tensors_t *t;
+  int64_t n, nnodes, reserve;
+  int64_t *unit;   /* [n] */
+  nkey_t *bysize;  /* [m] non-empty tensors, numel descending, then id */
+  int64_t m;
+  int64_t *node;   /* [n] node of each tensor, -1 for large or empty */
+  nkey_t *keys;    /* [m] scratch */
+  maxtree_t mt;
+} npack_t;
+
+/*
+ * Pack for segments of seg elements.  *left gets the elements that found no
+ * node (0 on success, and then off is complete and *end the last end).
+ */
+static int
+npack_run(npack_t *np, int64_t seg, int nranks, int k, int64_t *off,
+          int64_t *left, int64_t *end)
+{
+  int64_t B, size, p = 0;
+  if (dbuf__mul(seg, k, &B) || dbuf__mul(seg, nranks, &size))
+    return DBUF_EOVERFLOW;
+  *left = 0;
+  for (int64_t i = 0; i < np->n; i++) {
+    off[i] = 0; /* empty tensors: 0, a multiple of every unit */
+    np->node[i] = -1;
+  }
+  /* Large tensors first, in id order. */
+  for (int64_t i = 0; i < np->n; i++) {
+    int64_t numel = dbuf_tensors_numel(np->t, i);
+    if (numel <= B)
+      continue;
+    if (dbuf__round_up(p, np->unit[i], &off[i]) || dbuf__add(off[i], numel, &p))
+      return DBUF_EOVERFLOW;
+  }
+  int64_t large_end = p;
+  for (int64_t j = 0; j < np->mt.base; j++) {
+    int64_t free = 0;
+    if (j < np->nnodes) {
+      int64_t start = j * B, stop = start + B < size ? start + B : size;
+      if (start < large_end)
+        start = large_end;
+      free = stop - start - np->reserve;
+    }
+    np->mt.v[np->mt.base + j] = free > 0 ? free : 0;
+  }
+  for (int64_t j = np->mt.base - 1; j >= 1; j--)
+    np->mt.v[j] = np->mt.v[2 * j] > np->mt.v[2 * j + 1] ? np->mt.v[2 * j] : np->mt.v[2 * j + 1];
+  /* First-fit decreasing. */
+  int64_t nk = 0;
+  for (int64_t q = 0; q < np->m; q++) {
+    int64_t id = np->bysize[q].id, numel = -np->bysize[q].a;
+    if (numel > B)
+      continue;
+    int64_t j = maxtree_first(&np->mt, numel);
+    if (j < 0) {
+      *left += numel; /* <= the logical total: no overflow */
+      continue;
+    }
+    np->node[id] = j;
+    maxtree_set(&np->mt, j, np->mt.v[np->mt.base + j] - numel);
+    np->keys[nk].a = j;
+    np->keys[nk].b = -np->unit[id];
+    np->keys[nk].id = id;
+    nk++;
+  }
+  if (*left > 0)
+    return 0;
+  /* Inside each node: unit descending, then id. */
+  qsort(np->keys, (size_t)nk, sizeof *np->keys, cmp_nkey);
+  int64_t cur = -1;
+  for (int64_t q = 0; q < nk; q++) {
+    int64_t id = np->keys[q].id;
+    if (np->keys[q].a != cur) {
+      cur = np->keys[q].a;
+      int64_t start = cur * B; /* < size */
+      if (start > p)
+        p = start;
+    }
+    if (dbuf__round_up(p, np->unit[id], &off[id]) ||
+        dbuf__add(off[id], dbuf_tensors_numel(np->t, id), &p))
+      return DBUF_EOVERFLOW;
+  }
+  *end = p;
+  return 0;
+}
+
+int
+dbuf__layout_build_node_packed(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
+                               dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  int64_t n = dbuf_tensors_count(t), chunk, stripe, bound, seg, end = 0, left;
+  int64_t align = p->kind == DBUF_LAYOUT_COMPACT && p->align_elems > 1 ? p->align_elems : 1;
+  int64_t *off = NULL, *range = NULL, size;
+  npack_t np;
+  int k = p->node_size, rc;
+
+  memset(&np, 0, sizeof np);
+  if ((rc = dbuf__layout_chunk(t, p->block_size, &chunk, diag)) != 0)
+    return rc;
+  if (dbuf__mul(chunk, p->nranks, &stripe) ||
+      dbuf__round_up(dbuf_tensors_total(t), stripe, &bound))
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "buffer size (%lld elements padded to chunk %lld x %d "
+                      "ranks) overflows 64 bits",
+                      (long long)dbuf_tensors_total(t), (long long)chunk, p->nranks);
+  np.t = t;
+  np.n = n;
+  np.nnodes = (p->nranks + k - 1) / k;
+  np.mt.base = 1;
+  while (np.mt.base < np.nnodes)
+    np.mt.base *= 2;
+  off = dbuf__mallocn(n, sizeof *off);
+  np.unit = dbuf__mallocn(n, sizeof *np.unit);
+  np.node = dbuf__mallocn(n, sizeof *np.node);
+  np.bysize = dbuf__mallocn(n, sizeof *np.bysize);
+  np.keys = dbuf__mallocn(n, sizeof *np.keys);
+  np.mt.v = dbuf__mallocn(2 * np.mt.base, sizeof *np.mt.v);
+  if (off == NULL || np.unit == NULL || np.node == NULL || np.bysize == NULL ||
+      np.keys == NULL || np.mt.v == NULL) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors", (long long)n);
+    goto fail;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t br, u;
+    if (dbuf__mul(p->block_size, dbuf_tensors_row_elems(t, i), &br) ||
+        dbuf__mul(br / dbuf__gcd(br, align), align, &u)) {
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: block x row size aligned to %lld elements "
+                      "overflows 64 bits",
+                      dbuf_tensors_name(t, i), (long long)align);
+      goto fail;
+    }
+    np.unit[i] = u;
+    if (dbuf_tensors_numel(t, i) > 0) {
+      np.bysize[np.m].a = -dbuf_tensors_numel(t, i);
+      np.bysize[np.m].b = 0;
+      np.bysize[np.m].id = i;
+      np.m++;
+    }
+  }
+  /* The reserve R: the sum of the distinct units (sorted by unit here). */
+  for (int64_t q = 0; q < np.m; q++) {
+    np.keys[q].a = np.unit[np.bysize[q].id];
+    np.keys[q].b = 0;
+    np.keys[q].id = q;
+  }
+  qsort(np.keys, (size_t)np.m, sizeof *np.keys, cmp_nkey);
+  for (int64_t q = 0; q < np.m; q++)
+    if ((q == 0 || np.keys[q].a != np.keys[q - 1].a) &&
+        dbuf__add(np.reserve, np.keys[q].a, &np.reserve))
+      np.reserve = INT64_MAX; /* no node has room: everything is left over */
+  qsort(np.bysize, (size_t)np.m, sizeof *np.bysize, cmp_nkey);
+
+  /*
+   * The least segment (in chunks) found feasible: from the lower bound, grow
+   * by the leftover's share, doubling the step until everything fits, then
+   * bisect between the last failure and the first success.
+   */
+  int64_t lo = bound / p->nranks, hi, step;
+  if ((rc = npack_run(&np, lo, p->nranks, k, off, &left, &end)) != 0)
+    goto overflow;
+  if (left > 0) {
+    if (dbuf__round_up((left + p->nranks - 1) / p->nranks, chunk, &step))
+      goto overflow;
+    for (int round = 0;; round++) {
+      if (round == ROUNDS) {
+        rc = dbuf__diag(diag, DBUF_ELAYOUT,
+                        "node-aware packing found no room for %lld elements",
+                        (long long)left);
+        goto fail;
+      }
+      if (dbuf__add(lo, step, &hi) ||
+          (rc = npack_run(&np, hi, p->nranks, k, off, &left, &end)) != 0)
+        goto overflow;
+      if (left == 0)
+        break;
+      lo = hi;
+      if (dbuf__mul(step, 2, &step))
+        goto overflow;
+    }
+    while (hi - lo > chunk) {
+      int64_t mid = lo + (hi - lo) / chunk / 2 * chunk;
+      if ((rc = npack_run(&np, mid, p->nranks, k, off, &left, &end)) != 0)
+        goto overflow;
+      if (left == 0)
+        hi = mid;
+      else
+        lo = mid;
+    }
+    if ((rc = npack_run(&np, hi, p->nranks, k, off, &left, &end)) != 0)
+      goto overflow;
+    lo = hi;
+  }
+  seg = lo;
+  if (dbuf__mul(seg, p->nranks, &size) ||
+      (rc = dbuf__layout_segments(size, chunk, p->nranks, &range, &size)) != 0)
+    goto overflow;
+  (void)end;
+  free(np.unit);
+  free(np.node);
+  free(np.bysize);
+  free(np.keys);
+  free(np.mt.v);
+  rc = dbuf__layout_assemble(t, p->kind, p->nranks, p->block_size, chunk, size, off,
+                             range, NULL, out);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
+  return 0;
+overflow:
+  rc = dbuf__diag(diag, DBUF_EOVERFLOW, "node-aware buffer size overflows 64 bits");
+fail:
+  free(off);
+  free(np.unit);
+  free(np.node);
+  free(np.bysize);
+  free(np.keys);
+  free(np.mt.v);
+  return rc;
+}
