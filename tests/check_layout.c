@@ -657,32 +657,21 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Properties on random inputs                                          */
 
-static uint64_t rng_state;
-
-static uint64_t
-rng(void)
-{
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
 static dbuf_tensors_t *
 random_tensors(int64_t block)
 {
   dbuf_tensors_t *t;
   ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-  int n = 1 + (int)(rng() % 12);
+  int n = 1 + (int)(test_rng() % 12);
   static const int64_t rowsz[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
   for (int i = 0; i < n; i++) {
     int64_t dims[3];
-    int nd = 1 + (int)(rng() % 3);
-    dims[0] = block * (int64_t)(rng() % 6); /* 0 rows sometimes */
+    int nd = 1 + (int)(test_rng() % 3);
+    dims[0] = block * (int64_t)(test_rng() % 6); /* 0 rows sometimes */
     if (nd >= 2)
-      dims[1] = rowsz[rng() % 10];
+      dims[1] = rowsz[test_rng() % 10];
     if (nd == 3)
-      dims[2] = 1 + (int64_t)(rng() % 3);
+      dims[2] = 1 + (int64_t)(test_rng() % 3);
     char name[16];
     snprintf(name, sizeof name, "r%d", i);
     ck_assert_int_eq(dbuf_tensors_add(t, name, nd, dims, NULL), 0);
@@ -690,11 +679,186 @@ random_tensors(int64_t block)
   return t;
 }
 
+static dbuf_tensors_t *
+tensors_of(const char *const *names, const int *ndims, const int64_t (*dims)[3],
+           int n)
+{
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < n; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, names[i], ndims[i], dims[i], NULL), 0);
+  return t;
+}
+
+START_TEST(test_auto_ns_hand)
+{
+  /*
+   * Newton-Schulz costs, numel x min(rows, cols), 1-D = numel:
+   *   A 4x8    32 x min(4, 8)  = 128     B 8x2    16 x 2 = 32
+   *   C 100    1-D             = 100     D 2x3x5  30 x min(2, 15) = 60
+   *   E 3x3    9 x 3           = 27      F 0x4    0
+   * LPT on 2 ranks, cost descending: A -> r0 (128), C -> r1 (100),
+   * D -> r1 (160), B -> r0 (160), E: tie 160/160 -> r0 (187), F -> r1 (160).
+   * By elements instead (A 32, B 16, C 100, D 30, E 9, F 0): C -> r0 (100),
+   * A -> r1 (32), D -> r1 (62), B -> r1 (78), E -> r1 (87), F -> r1.
+   */
+  static const char *const names[] = {"A", "B", "C", "D", "E", "F"};
+  static const int ndims[] = {2, 2, 1, 3, 2, 2};
+  static const int64_t dims[][3] = {{4, 8}, {8, 2}, {100}, {2, 3, 5}, {3, 3}, {0, 4}};
+  static const int64_t cost[] = {128, 32, 100, 60, 27, 0};
+  static const int want_ns[] = {0, 0, 1, 1, 0, 1};
+  static const int want_numel[] = {1, 1, 0, 1, 1, 1};
+  dbuf_tensors_t *t = tensors_of(names, ndims, dims, 6);
+  int owners[6];
+  int64_t c, loads[2];
+  for (int i = 0; i < 6; i++) {
+    ck_assert_int_eq(dbuf_layout_owner_cost(t, i, DBUF_OWNERS_NS, &c, NULL), 0);
+    ck_assert_int_eq(c, cost[i]);
+  }
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 2, DBUF_OWNERS_NS, owners, NULL), 0);
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(owners[i] == want_ns[i], "ns: tensor %s on %d, want %d",
+                  names[i], owners[i], want_ns[i]);
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 2, DBUF_OWNERS_NUMEL, owners, NULL), 0);
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(owners[i] == want_numel[i], "numel: tensor %s on %d, want %d",
+                  names[i], owners[i], want_numel[i]);
+
+  /* Through the builder: rank 0 holds A, B, E (57 elements, cost 187). */
+  dbuf_layout_params_t p;
+  dbuf_layout_t *l;
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_TENSOR;
+  p.nranks = 2;
+  p.auto_owners = DBUF_OWNERS_NS;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_range(l)[1], 57);
+  ck_assert_int_eq(dbuf_layout_owner_loads(l, DBUF_OWNERS_NS, loads, NULL), 0);
+  ck_assert_int_eq(loads[0], 187);
+  ck_assert_int_eq(loads[1], 160);
+  ck_assert_int_eq(dbuf_layout_owner_loads(l, DBUF_OWNERS_NUMEL, loads, NULL), 0);
+  ck_assert_int_eq(loads[0], 57);
+  ck_assert_int_eq(loads[1], 130);
+  dbuf_layout_destroy(l);
+
+  /* Bad arguments. */
+  dbuf_diag_t d;
+  p.auto_owners = 7;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 0, DBUF_OWNERS_NS, owners, NULL),
+                   DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_owner_cost(t, 6, DBUF_OWNERS_NS, &c, NULL), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_owner_cost(t, 0, (dbuf_owner_cost_t)0, &c, NULL),
+                   DBUF_EINVAL);
+  p.kind = DBUF_LAYOUT_UNPADDED;
+  p.auto_owners = 0;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_owner_loads(l, DBUF_OWNERS_NS, loads, NULL), DBUF_EINVAL);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_auto_ns_overflow)
+{
+  /* 2^31 x 2^31 holds 2^62 elements (fits) but costs 2^62 x 2^31. */
+  static const char *const names[] = {"small", "huge"};
+  static const int ndims[] = {1, 2};
+  static const int64_t dims[][3] = {{3}, {INT64_C(1) << 31, INT64_C(1) << 31}};
+  dbuf_tensors_t *t = tensors_of(names, ndims, dims, 2);
+  dbuf_diag_t d;
+  int owners[2] = {-1, -1};
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 2, DBUF_OWNERS_NS, owners, &d),
+                   DBUF_EOVERFLOW);
+  ck_assert_msg(strstr(d.msg, "tensor huge (shape 2147483648x2147483648)"), "%s", d.msg);
+  ck_assert_int_eq(owners[0], -1); /* nothing written on failure */
+  /* By elements it plans. */
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 2, DBUF_OWNERS_NUMEL, owners, NULL), 0);
+  ck_assert_int_eq(owners[1], 0);
+  dbuf_tensors_destroy(t);
+
+  /* Each cost fits (2^20 x 2^20: 2^40 elements x 2^20 = 2^60), but nine of
+   * them on one rank reach 2^63 at the eighth, m7. */
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 9; i++) {
+    char name[8];
+    int64_t dd[2] = {INT64_C(1) << 20, INT64_C(1) << 20};
+    snprintf(name, sizeof name, "m%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dd, NULL), 0);
+  }
+  int own9[9];
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 1, DBUF_OWNERS_NS, own9, &d),
+                   DBUF_EOVERFLOW);
+  ck_assert_msg(strstr(d.msg, "tensor m7: the load of rank 0 overflows"), "%s", d.msg);
+  ck_assert_int_eq(dbuf_layout_plan_owners_cost(t, 2, DBUF_OWNERS_NS, own9, NULL), 0);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* The reference planner of the auto-ns test: costs from the dims, a stable
+ * insertion sort, and a linear scan for the least-loaded rank, O(n^2 + nP). */
+static void
+reference_lpt(const dbuf_tensors_t *t, int nranks, int ns, int *owners)
+{
+  int64_t n = dbuf_tensors_count(t), cost[16], load[16] = {0};
+  int order[16];
+  ck_assert_int_le(n, 16);
+  ck_assert_int_le(nranks, 16);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t *d = dbuf_tensors_dims(t, i);
+    int nd = dbuf_tensors_ndim(t, i);
+    int64_t numel = 1, cols = 1;
+    for (int k = 0; k < nd; k++)
+      numel *= d[k];
+    for (int k = 1; k < nd; k++)
+      cols *= d[k];
+    cost[i] = !ns || nd == 1 ? numel : numel * (d[0] < cols ? d[0] : cols);
+  }
+  for (int i = 0; i < n; i++) {
+    int j = i;
+    while (j > 0 && cost[order[j - 1]] < cost[i]) {
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = i;
+  }
+  for (int k = 0; k < n; k++) {
+    int best = 0;
+    for (int r = 1; r < nranks; r++)
+      if (load[r] < load[best])
+        best = r;
+    owners[order[k]] = best;
+    load[best] += cost[order[k]];
+  }
+}
+
+START_TEST(test_auto_ns_random)
+{
+  test_rng_state = 0x2545f4914f6cdd1dULL ^ (uint64_t)_i * 0x9e3779b97f4a7c15ULL;
+  for (int iter = 0; iter < 400; iter++) {
+    dbuf_tensors_t *t = random_tensors(1);
+    int nranks = 1 + (int)(test_rng() % 7);
+    int got[16], want[16];
+    for (int ns = 0; ns <= 1; ns++) {
+      reference_lpt(t, nranks, ns, want);
+      ck_assert_int_eq(dbuf_layout_plan_owners_cost(
+                           t, nranks, ns ? DBUF_OWNERS_NS : DBUF_OWNERS_NUMEL, got, NULL),
+                       0);
+      for (int64_t i = 0; i < dbuf_tensors_count(t); i++)
+        ck_assert_msg(got[i] == want[i], "iter %d ns %d dp %d: tensor %lld on %d, want %d",
+                      iter, ns, nranks, (long long)i, got[i], want[i]);
+    }
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
 START_TEST(test_random_properties)
 {
-  rng_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)_i * 0x100000001b3ULL;
+  test_rng_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)_i * 0x100000001b3ULL;
   for (int iter = 0; iter < 250; iter++) {
-    int64_t block = 1 + (int64_t)(rng() % 3);
+    int64_t block = 1 + (int64_t)(test_rng() % 3);
     dbuf_tensors_t *t = random_tensors(block);
     int64_t n = dbuf_tensors_count(t);
     for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_COMPACT; kind++) {
@@ -703,7 +867,7 @@ START_TEST(test_random_properties)
       dbuf_diag_t d;
       dbuf_layout_params_init(&p);
       p.kind = (dbuf_layout_kind_t)kind;
-      p.nranks = 1 + (int)(rng() % 9);
+      p.nranks = 1 + (int)(test_rng() % 9);
       p.block_size = block;
       p.auto_owners = 1;
       ck_assert_msg(dbuf_layout_build(t, &p, &l, &d) == 0, "%s", d.msg);
@@ -917,6 +1081,9 @@ layout_suite(void)
   tcase_add_test(tc, test_local_range);
   tcase_add_test(tc, test_pieces_near_int64_max);
   tcase_add_test(tc, test_auto_owners);
+  tcase_add_test(tc, test_auto_ns_hand);
+  tcase_add_test(tc, test_auto_ns_overflow);
+  tcase_add_loop_test(tc, test_auto_ns_random, 0, 4);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

@@ -121,7 +121,10 @@ END_TEST
 START_TEST(test_seed_summary_tensor)
 {
   /* LPT owners: P1 -> 0, P2 -> 1, P0 -> 0, P4 -> 1, P3 -> 1: rank 0 holds
-   * 28 elements, rank 1 24; mean 26, balance 28 / 26 = 1.0769.  fp32 and
+   * 28 elements, rank 1 24; mean 26, balance 28 / 26 = 1.0769.
+   * Newton-Schulz costs numel x min(rows, cols): P0 12 x 2 = 24, P1 and
+   * P2 16 x 4 = 64, P3 2 x 1 = 2, P4 6 x 1 = 6; rank 0 88, rank 1 72,
+   * mean 80: 88 / 80 = 1.1000.  fp32 and
    * 64-byte alignment: 112 and 96 bytes round up to 128 each. */
   dbuf_layout_t *l = build(seed5, DBUF_LAYOUT_TENSOR, 2, 1);
   dbuf_report_opts_t o;
@@ -143,6 +146,7 @@ START_TEST(test_seed_summary_tensor)
          "aligned:         segments rounded up to 64 bytes: max 128 bytes per "
          "rank, 256 bytes in all\n"
          "load balance:    max/mean 1.0769 (rank 0)\n"
+         "ns load balance: max/mean 1.1000 (rank 0)\n"
          "split tensors:   0 of 5 held by more than one rank\n"
          "largest tensor:  P1 4x4, 16 elements, 64 bytes, on rank 0\n");
   free(s);

@@ -2,6 +2,7 @@
 #ifndef DBUF_TESTUTIL_H
 #define DBUF_TESTUTIL_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* tests/data, from DBUF_TEST_DATA (set by make check), else relative. */
@@ -10,6 +11,19 @@ test_data_dir(void)
 {
   const char *d = getenv("DBUF_TEST_DATA");
   return d && *d ? d : "tests/data";
+}
+
+/* xorshift64 for the random property tests; seed test_rng_state first
+ * (never 0). */
+static uint64_t test_rng_state;
+
+static inline uint64_t
+test_rng(void)
+{
+  test_rng_state ^= test_rng_state << 13;
+  test_rng_state ^= test_rng_state >> 7;
+  test_rng_state ^= test_rng_state << 17;
+  return test_rng_state;
 }
 
 #endif

@@ -15,6 +15,7 @@
 #include "dbuf/nodes.h"
 #include "dbuf/parallel.h"
 #include "dbuf/pattern.h"
+#include "dbuf/peers.h"
 #include "dbuf/report.h"
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"

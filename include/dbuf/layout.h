@@ -48,6 +48,20 @@ DBUF_EXPORT int dbuf_layout_kind_parse(const char *name, dbuf_layout_kind_t *kin
 /** Opaque layout. */
 typedef struct dbuf_layout dbuf_layout_t;
 
+/**
+ * What the automatic owner planner balances (dbuf_layout_params_t.auto_owners
+ * and dbuf_layout_plan_owners_cost()).
+ */
+typedef enum dbuf_owner_cost {
+  DBUF_OWNERS_NUMEL = 1, /**< element count (`--owners auto`) */
+  /**
+   * Newton-Schulz cost (`--owners auto-ns`), as Muon's owner-compute
+   * planners weigh a matrix: numel x min(rows, cols), rows = dim 0, cols =
+   * the product of the other dims; a 1-D tensor costs numel.
+   */
+  DBUF_OWNERS_NS = 2
+} dbuf_owner_cost_t;
+
 /** How to build a layout; initialize with dbuf_layout_params_init(). */
 typedef struct dbuf_layout_params {
   dbuf_layout_kind_t kind; /**< default DBUF_LAYOUT_PADDED */
@@ -55,7 +69,8 @@ typedef struct dbuf_layout_params {
   int64_t block_size;      /**< rows kept together, >= 1; default 1 */
   const int *owners;       /**< TENSOR: owner of each tensor, or NULL */
   int64_t nowners;         /**< entries in owners */
-  int auto_owners;         /**< TENSOR with owners NULL: plan them (LPT) */
+  int auto_owners;         /**< TENSOR with owners NULL: plan them (LPT) on
+                                this dbuf_owner_cost_t; 0 = do not */
   int64_t align_elems;     /**< COMPACT: every tensor offset also a multiple
                                 of this many elements; 0 or 1 = none */
   int node_size;           /**< PADDED, COMPACT, UNPADDED: K consecutive
@@ -91,13 +106,46 @@ DBUF_EXPORT int dbuf_layout_build(const dbuf_tensors_t *tensors,
                                   dbuf_layout_t **out, dbuf_diag_t *diag);
 
 /**
- * \brief Longest-processing-time owners: largest tensor first (ties by tensor
- * id) to the least-loaded rank (ties to the lowest rank).  O(n log n).
- * \param[out] owners  count(tensors) entries
- * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ENOMEM
+ * \brief Longest-processing-time owners by element count: the same as
+ * dbuf_layout_plan_owners_cost() with DBUF_OWNERS_NUMEL.
  */
 DBUF_EXPORT int dbuf_layout_plan_owners(const dbuf_tensors_t *tensors, int nranks,
                                         int *owners, dbuf_diag_t *diag);
+
+/**
+ * \brief Longest-processing-time owners: the costliest tensor first (ties by
+ * tensor id) to the least-loaded rank (ties to the lowest rank).
+ * O(n log n + n log nranks).  Not collective.
+ * \param[out] owners  count(tensors) entries, written only on success
+ * \return 0, or DBUF_EINVAL (NULL argument, unknown cost), DBUF_ENRANKS,
+ *   DBUF_EOVERFLOW (a tensor's cost or a rank's load; diag names the
+ *   tensor), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_plan_owners_cost(const dbuf_tensors_t *tensors,
+                                             int nranks, dbuf_owner_cost_t cost,
+                                             int *owners, dbuf_diag_t *diag);
+
+/**
+ * \brief The cost of tensor id under a dbuf_owner_cost_t.  Not collective.
+ * \return 0, or DBUF_EINVAL (NULL argument, unknown cost), DBUF_ERANGE (id),
+ *   DBUF_EOVERFLOW (diag names the tensor and its shape)
+ */
+DBUF_EXPORT int dbuf_layout_owner_cost(const dbuf_tensors_t *tensors, int64_t id,
+                                       dbuf_owner_cost_t cost, int64_t *out,
+                                       dbuf_diag_t *diag);
+
+/**
+ * \brief The cost each rank owns in a layout with owners (TENSOR): the sum
+ * of dbuf_layout_owner_cost() over its tensors.  O(n + nranks).
+ * Not collective.
+ * \param[out] loads  dbuf_layout_nranks(l) entries, written only on success
+ * \return 0, or DBUF_EINVAL (NULL argument, no owners, unknown cost),
+ *   DBUF_ELAYOUT (an owner out of range), DBUF_EOVERFLOW (a cost or a sum;
+ *   diag names the tensor), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_layout_owner_loads(const dbuf_layout_t *l,
+                                        dbuf_owner_cost_t cost, int64_t *loads,
+                                        dbuf_diag_t *diag);
 
 /**
  * \brief Assemble a layout from its parts (for layouts read from a file or the

@@ -98,12 +98,15 @@ enum {
   CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
 };
 
-#define CLI_PLAN_LONGOPTS                                                      \
+/* The input options (plan, run, verify, compare). */
+#define CLI_INPUT_LONGOPTS                                                     \
   {"shapes", required_argument, NULL, CLI_OPT_SHAPES},                         \
       {"model", required_argument, NULL, CLI_OPT_MODEL},                       \
       {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},           \
-      {"order", required_argument, NULL, CLI_OPT_ORDER},                       \
-      {"dp", required_argument, NULL, CLI_OPT_DP},                             \
+      {"order", required_argument, NULL, CLI_OPT_ORDER}
+
+#define CLI_PLAN_LONGOPTS                                                      \
+  CLI_INPUT_LONGOPTS, {"dp", required_argument, NULL, CLI_OPT_DP},             \
       {"layout", required_argument, NULL, CLI_OPT_LAYOUT},                     \
       {"block-size", required_argument, NULL, CLI_OPT_BLOCK},                  \
       {"owners", required_argument, NULL, CLI_OPT_OWNERS},                     \
@@ -181,6 +184,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 extern const char *cli_prog;
 

@@ -20,7 +20,7 @@ plan_usage(FILE *f)
           "Usage: dbuf-shard plan [--shapes FILE | --model NAME | "
           "--safetensors FILE...]\n"
           "                       [--dp N] [--layout padded|unpadded|tensor|compact]\n"
-          "                       [--block-size B] [--owners FILE|auto]\n"
+          "                       [--block-size B] [--owners FILE|auto|auto-ns]\n"
           "                       [--dtype T] [--align-bytes N]\n"
           "                       [--ranks-per-node K] [--node-size K]\n"
           "                       [--tp N] [--pp N] [--pp-layers A,B,...] [--stage S]\n"

@@ -122,10 +122,7 @@ int
 cmd_verify(int argc, char **argv)
 {
   static const struct option longopts[] = {
-      {"shapes", required_argument, NULL, CLI_OPT_SHAPES},
-      {"model", required_argument, NULL, CLI_OPT_MODEL},
-      {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},
-      {"order", required_argument, NULL, CLI_OPT_ORDER},
+      CLI_INPUT_LONGOPTS,
       {"tp", required_argument, NULL, CLI_OPT_TP},
       {"pp", required_argument, NULL, CLI_OPT_PP},
       {"ep", required_argument, NULL, CLI_OPT_EP},

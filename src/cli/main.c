@@ -18,6 +18,8 @@ usage(FILE *f)
           "       dbuf-shard plan [OPTIONS]       plan a layout (serial)\n"
           "       dbuf-shard verify LAYOUT.json [OPTIONS]\n"
           "                                       check a layout file (serial)\n"
+          "       dbuf-shard compare [OPTIONS]    compare sharding schemes, ours and\n"
+          "                                       the peers' (serial)\n"
           "       dbuf-shard models               list the built-in models\n"
           "       dbuf-shard --help | --version\n"
           "'dbuf-shard COMMAND --help' describes each command.\n");
@@ -30,6 +32,7 @@ static const struct {
     {"plan", cmd_plan},
     {"models", cmd_models},
     {"verify", cmd_verify},
+    {"compare", cmd_compare},
     {"run", cmd_run},
 };
 

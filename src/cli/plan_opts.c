@@ -23,7 +23,10 @@ const char cli_plan_help[] =
     "  --dp N                 shard count (plan: default 1; run: the rank count)\n"
     "  --layout KIND          padded (default), unpadded, tensor or compact\n"
     "  --block-size B         rows kept together (BlockAtomic), default 1\n"
-    "  --owners FILE|auto     tensor layout: owner rank a line, or auto (LPT)\n"
+    "  --owners FILE|auto|auto-ns\n"
+    "                         tensor layout: owner rank a line, or planned by\n"
+    "                         LPT: auto balances elements, auto-ns the\n"
+    "                         Newton-Schulz cost numel x min(rows, cols)\n"
     "  --dtype T              element type for byte figures: bf16 (default),\n"
     "                         fp16, fp32, fp64, fp8, int8, int32, int64\n"
     "  --align-bytes N        report byte figures aligned to N bytes; compact:\n"
@@ -415,7 +418,9 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
   }
   if (p.kind == DBUF_LAYOUT_TENSOR) {
     if (o->owners == NULL || strcmp(o->owners, "auto") == 0) {
-      p.auto_owners = 1;
+      p.auto_owners = DBUF_OWNERS_NUMEL;
+    } else if (strcmp(o->owners, "auto-ns") == 0) {
+      p.auto_owners = DBUF_OWNERS_NS;
     } else {
       if (dbuf_ints_read(o->owners, &vals, &n, &d) != 0) {
         cli_err("%s", d.msg);
@@ -447,7 +452,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
   rc = dbuf_layout_build(t, &p, out, &d);
   free(owners);
   if (rc != 0) {
-    if (rc == DBUF_EOWNER && o->owners != NULL)
+    if (rc == DBUF_EOWNER && o->owners != NULL && p.auto_owners == 0)
       cli_err("%s: %s", o->owners, d.msg);
     else
       cli_err("%s: %s", what, d.msg);

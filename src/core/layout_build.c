@@ -612,16 +612,51 @@ fail:
   return rc;
 }
 
+int
+dbuf_layout_owner_cost(const dbuf_tensors_t *t, int64_t id, dbuf_owner_cost_t cost,
+                       int64_t *out, dbuf_diag_t *diag)
+{
+  if (t == NULL || out == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (id < 0 || id >= dbuf_tensors_count(t))
+    return dbuf__diag(diag, DBUF_ERANGE, "tensor id %lld out of range [0, %lld)",
+                      (long long)id, (long long)dbuf_tensors_count(t));
+  int64_t numel = dbuf_tensors_numel(t, id);
+  switch (cost) {
+  case DBUF_OWNERS_NUMEL:
+    *out = numel;
+    return 0;
+  case DBUF_OWNERS_NS: {
+    /* numel x min(rows, cols), cols = the product of dims 1..; a 1-D tensor
+     * is a vector whose Newton-Schulz cost is taken as its numel. */
+    int64_t rows = dbuf_tensors_rows(t, id), cols = dbuf_tensors_row_elems(t, id);
+    int64_t side = dbuf_tensors_ndim(t, id) < 2 ? 1 : (rows < cols ? rows : cols);
+    if (dbuf__mul(numel, side, out) != 0) {
+      char shape[64 + 24 * DBUF_MAX_DIMS];
+      dbuf_tensors_shape_str(t, id, shape, sizeof shape);
+      return dbuf__diag(diag, DBUF_EOVERFLOW,
+                        "tensor %s (shape %s): Newton-Schulz cost %lld x %lld "
+                        "overflows 64 bits",
+                        dbuf_tensors_name(t, id), shape, (long long)numel,
+                        (long long)side);
+    }
+    return 0;
+  }
+  default:
+    return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
+  }
+}
+
 typedef struct {
-  int64_t numel, id;
-} size_id_t;
+  int64_t cost, id;
+} cost_id_t;
 
 static int
-cmp_size_desc(const void *a, const void *b)
+cmp_cost_desc(const void *a, const void *b)
 {
-  const size_id_t *x = a, *y = b;
-  if (x->numel != y->numel)
-    return x->numel > y->numel ? -1 : 1;
+  const cost_id_t *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost > y->cost ? -1 : 1;
   return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -637,36 +672,46 @@ heap_less(const heap_item_t *a, const heap_item_t *b)
 }
 
 int
-dbuf_layout_plan_owners(const dbuf_tensors_t *t, int nranks, int *owners,
-                        dbuf_diag_t *diag)
+dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
+                             dbuf_owner_cost_t cost, int *owners,
+                             dbuf_diag_t *diag)
 {
+  int rc = 0;
   if (t == NULL || owners == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if (nranks < 1)
     return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d",
                       nranks);
+  if (cost != DBUF_OWNERS_NUMEL && cost != DBUF_OWNERS_NS)
+    return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
   int64_t n = dbuf_tensors_count(t);
-  size_id_t *items = dbuf__mallocn(n, sizeof *items);
+  cost_id_t *items = dbuf__mallocn(n, sizeof *items);
   heap_item_t *h = dbuf__mallocn(nranks, sizeof *h);
-  if (items == NULL || h == NULL) {
-    free(items);
-    free(h);
-    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
-                      (long long)n);
+  int *own = dbuf__mallocn(n, sizeof *own);
+  if (items == NULL || h == NULL || own == NULL) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                    (long long)n);
+    goto out;
   }
   for (int64_t i = 0; i < n; i++) {
-    items[i].numel = dbuf_tensors_numel(t, i);
+    if ((rc = dbuf_layout_owner_cost(t, i, cost, &items[i].cost, diag)) != 0)
+      goto out;
     items[i].id = i;
   }
-  qsort(items, (size_t)n, sizeof *items, cmp_size_desc);
+  qsort(items, (size_t)n, sizeof *items, cmp_cost_desc);
   /* All loads start at 0, so ranks in order form a valid min-heap. */
   for (int r = 0; r < nranks; r++) {
     h[r].load = 0;
     h[r].rank = r;
   }
   for (int64_t i = 0; i < n; i++) {
-    owners[items[i].id] = h[0].rank;
-    h[0].load += items[i].numel; /* loads sum to <= total: no overflow */
+    own[items[i].id] = h[0].rank;
+    if (dbuf__add(h[0].load, items[i].cost, &h[0].load) != 0) {
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: the load of rank %d overflows 64 bits",
+                      dbuf_tensors_name(t, items[i].id), h[0].rank);
+      goto out;
+    }
     int k = 0;
     for (;;) {
       int c = 2 * k + 1;
@@ -682,9 +727,55 @@ dbuf_layout_plan_owners(const dbuf_tensors_t *t, int nranks, int *owners,
       k = c;
     }
   }
+  if (n > 0)
+    memcpy(owners, own, (size_t)n * sizeof *owners);
+out:
   free(items);
   free(h);
-  return 0;
+  free(own);
+  return rc;
+}
+
+int
+dbuf_layout_plan_owners(const dbuf_tensors_t *t, int nranks, int *owners,
+                        dbuf_diag_t *diag)
+{
+  return dbuf_layout_plan_owners_cost(t, nranks, DBUF_OWNERS_NUMEL, owners, diag);
+}
+
+int
+dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
+                        int64_t *loads, dbuf_diag_t *diag)
+{
+  if (l == NULL || loads == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  const int *owners = dbuf_layout_owners(l);
+  if (owners == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "%s layout has no owners",
+                      dbuf_layout_kind_name(dbuf_layout_kind(l)));
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  int nranks = dbuf_layout_nranks(l);
+  int64_t n = dbuf_layout_ntensors(l);
+  int64_t *sum = dbuf__calloc(nranks, sizeof *sum);
+  int rc = 0;
+  if (sum == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    int64_t c;
+    if (owners[i] < 0 || owners[i] >= nranks)
+      rc = dbuf__diag(diag, DBUF_ELAYOUT,
+                      "tensor %s: owner %d out of range [0, %d)",
+                      dbuf_tensors_name(t, i), owners[i], nranks);
+    else if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
+        dbuf__add(sum[owners[i]], c, &sum[owners[i]]) != 0)
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: the load of rank %d overflows 64 bits",
+                      dbuf_tensors_name(t, i), owners[i]);
+  }
+  if (rc == 0)
+    memcpy(loads, sum, (size_t)nranks * sizeof *loads);
+  free(sum);
+  return rc;
 }
 
 static int
@@ -709,7 +800,9 @@ build_tensor(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   if (p->owners != NULL) {
     if (n > 0)
       memcpy(owners, p->owners, (size_t)n * sizeof *owners);
-  } else if ((rc = dbuf_layout_plan_owners(t, p->nranks, owners, diag)) != 0) {
+  } else if ((rc = dbuf_layout_plan_owners_cost(
+                  t, p->nranks, (dbuf_owner_cost_t)p->auto_owners, owners,
+                  diag)) != 0) {
     free(owners);
     return rc;
   }

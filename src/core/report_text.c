@@ -79,6 +79,43 @@ mean(dbuf__sb_t *b, int64_t total, int nranks)
 /* ------------------------------------------------------------------ */
 /* summary                                                              */
 
+/* "ns load balance:" line of a layout with owners: the Newton-Schulz cost
+ * per rank, max over mean.  A cost that overflows is reported in the line,
+ * not as a failure of the whole summary. */
+static int
+ns_balance(const dbuf__rep_t *rep, dbuf__sb_t *b)
+{
+  int64_t *loads = dbuf__mallocn(rep->nranks, sizeof *loads), total = 0;
+  dbuf_diag_t d;
+  int max_rank = 0, rc;
+  if (loads == NULL)
+    return DBUF_ENOMEM;
+  dbuf__sb_puts(b, "\n");
+  key(b, "ns load balance:");
+  rc = dbuf_layout_owner_loads(rep->l, DBUF_OWNERS_NS, loads, &d);
+  for (int r = 0; rc == 0 && r < rep->nranks; r++) {
+    if (dbuf__add(total, loads[r], &total) != 0)
+      rc = dbuf__diag(&d, DBUF_EOVERFLOW,
+                      "the total Newton-Schulz cost overflows 64 bits");
+    if (loads[r] > loads[max_rank])
+      max_rank = r;
+  }
+  if (rc == DBUF_ENOMEM) {
+    free(loads);
+    return rc;
+  }
+  if (rc != 0)
+    dbuf__sb_printf(b, "n/a (%s)", d.msg);
+  else if (total == 0)
+    dbuf__sb_printf(b, "n/a (no cost)");
+  else
+    dbuf__sb_printf(b, "max/mean %.4f (rank %d)",
+                    (double)loads[max_rank] * rep->nranks / (double)total,
+                    max_rank);
+  free(loads);
+  return 0;
+}
+
 int
 dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
 {
@@ -169,6 +206,8 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
     else
       dbuf__sb_printf(b, "n/a (empty buffer)");
   }
+  if (dbuf_layout_owners(l) != NULL && (rc = ns_balance(rep, b)) != 0)
+    return dbuf__diag(diag, rc, "out of memory for %d ranks", rep->nranks);
   dbuf__sb_puts(b, "\n");
   key(b, "split tensors:");
   dbuf__sb_printf(b, "%s of %s held by more than one rank",

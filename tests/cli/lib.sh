@@ -70,6 +70,20 @@ expect_json() {
   want=$(jq -c . <<<"$2")
   if [ "$got" = "$want" ]; then pass "$3"; else fail "$3: $1 = $got, want $want"; fi
 }
+# bad "description" 'expected stderr' args...: dbuf-shard ARGS -o FILE
+# exits 2 with exactly that stderr and leaves neither FILE nor a temporary.
+bad() {
+  local what=$1 want=$2
+  shift 2
+  rm -f "$T/o.json"
+  run "$@" -o "$T/o.json"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ ! -e "$T/o.json" ] &&
+     [ -z "$(ls "$T" | grep 'o.json.tmp' || true)" ]; then
+    pass "$what"
+  else
+    fail "$what: exit $CODE, stderr '$ERR', want '$want'"
+  fi
+}
 finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]

@@ -118,17 +118,6 @@ expect_code 1 "verify against a checkpoint in another order"
 expect_out_has "order: tensor" "verify names the reordered tensor"
 
 # Broken checkpoints: exit 2, one line naming the file (and the tensor).
-bad() { # bad "description" 'expected stderr' args...
-  local what=$1 want=$2
-  shift 2
-  rm -f "$T/o.json"
-  run "$@" -o "$T/o.json"
-  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ ! -e "$T/o.json" ]; then
-    pass "$what"
-  else
-    fail "$what: exit $CODE, stderr '$ERR', want '$want'"
-  fi
-}
 printf 'x' >"$T/tiny.safetensors"
 bad "shorter than 8 bytes" "dbuf-shard: $T/tiny.safetensors: file is 1 bytes, shorter than the 8-byte header length" plan --safetensors "$T/tiny.safetensors"
 st_write "$T/trunc.safetensors" '{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}' 8

@@ -1,0 +1,121 @@
+#!/bin/bash
+# CLI tests of `dbuf-shard compare`: every column of every scheme on a model
+# sharded by hand (tests/data/compare.shapes), the JSON keys, the options
+# and the errors.
+set -u
+. "$(dirname "$0")/lib.sh"
+M="$DATA/compare.shapes"
+
+# a 6x4 (24), b 3x2 (6), c 5 (1-D), d 2x3 (6): 41 elements, dp 4, bf16,
+# nodes of 2 ranks (the node boundary is rank 2).  In elements:
+#
+# padded: chunk LCM(4, 2, 1, 3) = 12.  a (>= chunk) at 0; the fragments go
+#   to the tail by size, then id: b at 24, d at 30 (a multiple of its row,
+#   3), c at 36; end 41 -> 48, segments of 12.  Boundaries 12 (a's row 3
+#   start), 24 and 36 (tensor starts): no row cut; only a (ranks 0-1) split;
+#   the node boundary 24 is a tensor start: no crossing.
+#   bytes: 96 buffer, 14 padding (7/48 = 14.5833%), 24 a rank.
+# compact: the padding lower bound ceil(41 / (12 x 4)) x 48 = 48, segments of
+#   12; every tensor at a multiple of its own row, in id order: a 0, b 24,
+#   c 30, d 36 (35 is no multiple of 3).  The same boundaries as padded: the
+#   same figures.
+# unpadded: ideal cuts 10.25, 20.5, 30.75 move to the nearest row boundary:
+#   12 (a: 8 or 12), 20 (a: 20 or 24), 31 (c, rows of 1); segments 12, 8,
+#   11, 10 (24 and 16 bytes at most and least).  a (ranks 0-2) and c (30-35,
+#   ranks 2-3) split; the node boundary 20 is inside a: 1 crossing.
+# tensor: LPT by elements, a -> 0, b -> 1, d -> 2, c -> 3 (24, 6, 6, 5):
+#   48 and 10 bytes at most and least, nothing split.
+# fsdp2: ceil(d0 / 4) rows a rank: a 2 rows of 4, b 1 of 2, c 2 of 1, d 1
+#   of 3: 8 + 2 + 2 + 3 = 15 a rank (30 bytes), 60 in all (120 bytes),
+#   padding 19 (38 bytes, 31.6667%).  Rows never cut; ranks with rows:
+#   a ceil(6/2) = 3, b 3, c ceil(5/2) = 3, d 2: all 4 split, a b c reach
+#   rank 2 (node 1): 3 crossing.
+# fsdp1: one flat parameter of 41 padded to 44, 11 a rank (22 bytes, 6
+#   bytes padding, 6.8182%).  Boundaries 11 and 22 fall inside a's rows 2
+#   and 5, 33 inside c (rows of 1): 2 rows cut; a and c split; node
+#   boundary 22 inside a: 1 crossing.
+# zero3: partitions ceil(numel / 4): a 6, b 2, c 2, d 2 = 12 a rank (24
+#   bytes), 48 in all (96 bytes), padding 0 + 2 + 3 + 2 = 7 (14 bytes).
+#   a: boundaries 6, 12, 18 on rows of 4 cut rows 1 and 4; b: 2, 4 on rows
+#   of 2 cut none; d: 2, 4 on rows of 3 cut rows 0 and 1: 4 rows cut.  Each
+#   tensor has elements on ranks 0-2 or 0-3: 4 split, 4 crossing.
+run compare --shapes "$M" --dp 4 --node-size 2
+expect_code 0 "text: exit"
+expect_out "compare: $M, 4 tensors, 41 elements, dtype bf16, dp 4, nodes of 2 ranks
+scheme    buffer bytes  padding bytes   padding  max rank bytes  min rank bytes  rows cut  tensors split  crossing nodes
+padded              96             14  14.5833%              24              24         0              1               0
+compact             96             14  14.5833%              24              24         0              1               0
+unpadded            82              0   0.0000%              24              16         0              2               1
+tensor              82              0   0.0000%              48              10         0              0               0
+fsdp2              120             38  31.6667%              30              30         0              4               3
+fsdp1               88              6   6.8182%              22              22         2              2               1
+zero3               96             14  14.5833%              24              24         4              4               4" \
+  "text: every column by hand"
+
+run compare --shapes "$M" --dp 4 --node-size 2 --format json
+expect_code 0 "json: exit"
+expect_json '[.[] | keys_unsorted] | unique' \
+  '[["scheme", "buffer_bytes", "padding_bytes", "max_rank_bytes", "min_rank_bytes", "rows_cut", "tensors_split", "tensors_crossing_nodes"]]' \
+  "json: exactly the keys, in order"
+expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .min_rank_bytes, .rows_cut, .tensors_split, .tensors_crossing_nodes]]' \
+  '[["padded", 96, 14, 24, 24, 0, 1, 0], ["compact", 96, 14, 24, 24, 0, 1, 0],
+    ["unpadded", 82, 0, 24, 16, 0, 2, 1],
+    ["tensor", 82, 0, 48, 10, 0, 0, 0], ["fsdp2", 120, 38, 30, 30, 0, 4, 3],
+    ["fsdp1", 88, 6, 22, 22, 2, 2, 1], ["zero3", 96, 14, 24, 24, 4, 4, 4]]' "json: the hand figures"
+
+# Without --node-size the column is "-" / null; fp32 doubles the bytes.
+run compare --shapes "$M" --dp 4 --format json --dtype fp32 --schemes zero3,fsdp2
+expect_json '.' '[{"scheme": "fsdp2", "buffer_bytes": 240, "padding_bytes": 76, "max_rank_bytes": 60,
+    "min_rank_bytes": 60, "rows_cut": 0, "tensors_split": 4, "tensors_crossing_nodes": null},
+  {"scheme": "zero3", "buffer_bytes": 192, "padding_bytes": 28, "max_rank_bytes": 48,
+    "min_rank_bytes": 48, "rows_cut": 4, "tensors_split": 4, "tensors_crossing_nodes": null}]' \
+  "json: --schemes in table order, fp32, no nodes"
+run compare --shapes "$M" --dp 4 --schemes fsdp1
+expect_out "compare: $M, 4 tensors, 41 elements, dtype bf16, dp 4
+scheme  buffer bytes  padding bytes  padding  max rank bytes  min rank bytes  rows cut  tensors split  crossing nodes
+fsdp1             88              6  6.8182%              22              22         2              2               -" \
+  "text: one scheme, no nodes"
+
+# dp 1: nothing is split or cut; padded and compact round 41 up to the chunk
+# 12 (48).
+run compare --shapes "$M" --dp 1 --format json
+expect_json '[.[] | [.scheme, .buffer_bytes, .rows_cut, .tensors_split]]' \
+  '[["padded", 96, 0, 0], ["compact", 96, 0, 0], ["unpadded", 82, 0, 0], ["tensor", 82, 0, 0],
+    ["fsdp2", 82, 0, 0], ["fsdp1", 82, 0, 0], ["zero3", 82, 0, 0]]' "dp 1"
+
+# -o writes the same bytes atomically.
+run compare --shapes "$M" --dp 4 --format json -o "$T/c.json"
+expect_code 0 "-o: exit"
+"$DBUF" compare --shapes "$M" --dp 4 --format json >"$T/c2.json"
+cmp -s "$T/c.json" "$T/c2.json" && pass "-o: same bytes" || fail "-o: differs from stdout"
+
+# A real model: the unpadded schemes hold exactly the logical bytes.
+run compare --model llama-3.2-1b --dp 8 --format json
+expect_code 0 "model: exit"
+expect_json '[.[] | select(.scheme == "unpadded" or .scheme == "tensor") | .buffer_bytes - .padding_bytes] | unique' \
+  '[2471628800]' "model: unpadded and tensor hold the logical bytes"
+
+bad "no dp" "dbuf-shard: compare: --dp N is required" compare --shapes "$M"
+bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 0
+bad "node size 0" "dbuf-shard: --node-size: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 4 --node-size 0
+bad "unknown scheme" "dbuf-shard: --schemes: 'zero2' is not a scheme (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3)" \
+  compare --shapes "$M" --dp 4 --schemes fsdp1,zero2
+bad "empty scheme" "dbuf-shard: --schemes: '' is not a scheme (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3)" \
+  compare --shapes "$M" --dp 4 --schemes fsdp1,
+bad "format" "dbuf-shard: --format: 'csv' is not text or json" compare --shapes "$M" --dp 4 --format csv
+bad "plan-only option" "dbuf-shard: compare: unknown option '--layout' (see 'dbuf-shard compare --help')" \
+  compare --shapes "$M" --dp 4 --layout padded
+printf 'a 4x4\nb 4xx4\n' >"$T/bad.shapes"
+bad "bad shapes" "dbuf-shard: $T/bad.shapes:2: tensor b: shape '4xx4': expected a non-negative integer at 'x4'" \
+  compare --shapes "$T/bad.shapes" --dp 4
+# 3 x 2^61 on 2 ranks: fsdp2 stores 2 rows of 2^61 a rank, 2^63 in all.
+printf 'big 3x2305843009213693952\n' >"$T/big.shapes"
+bad "overflow" "dbuf-shard: $T/big.shapes: fsdp2: tensor big: the sharded size overflows 64 bits" \
+  compare --shapes "$T/big.shapes" --dp 2 --dtype int8 --schemes fsdp2
+
+run compare --help
+expect_code 0 "--help"
+expect_out_has "Usage: dbuf-shard compare" "--help text"
+expect_out_has "  zero3     DeepSpeed ZeRO-3" "--help lists the schemes"
+
+finish
