@@ -71,14 +71,10 @@ typedef struct {
   dbuf_diag_t *diag;
 } pack_t;
 
-typedef struct {
-  int64_t a, b, id;
-} key3_t;
-
-static int
-cmp_key3(const void *x, const void *y)
+int
+dbuf__key3_cmp(const void *x, const void *y)
 {
-  const key3_t *a = x, *b = y;
+  const dbuf__key3_t *a = x, *b = y;
   if (a->a != b->a)
     return a->a < b->a ? -1 : 1;
   if (a->b != b->b)
@@ -105,7 +101,7 @@ pack_free(pack_t *ps)
  * lists each class's ids in id order.  O(m + classes log classes).
  */
 static int
-make_classes(pack_t *ps, key3_t *keys)
+make_classes(pack_t *ps, dbuf__key3_t *keys)
 {
   int64_t m = ps->m, size = 16, bits = 4, k = 0;
   while (size < 2 * m) {
@@ -113,7 +109,7 @@ make_classes(pack_t *ps, key3_t *keys)
     bits++;
   }
   int64_t *slot = dbuf__calloc(size, sizeof *slot); /* class + 1, 0 = free */
-  key3_t *units = dbuf__mallocn(m, sizeof *units);  /* (unit, -, class) */
+  dbuf__key3_t *units = dbuf__mallocn(m, sizeof *units);  /* (unit, -, class) */
   int64_t *pos = dbuf__mallocn(m + 1, sizeof *pos);
   int rc = DBUF_ENOMEM;
   if (slot == NULL || units == NULL || pos == NULL)
@@ -130,7 +126,7 @@ make_classes(pack_t *ps, key3_t *keys)
     }
     keys[q].b = slot[h] - 1; /* class in order of first appearance */
   }
-  qsort(units, (size_t)k, sizeof *units, cmp_key3);
+  qsort(units, (size_t)k, sizeof *units, dbuf__key3_cmp);
   for (int64_t c = 0; c <= k; c++)
     pos[c] = 0;
   for (int64_t c = 0; c < k; c++) /* slot reused: first-appearance class -> sorted */
@@ -160,7 +156,7 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
           dbuf_diag_t *diag)
 {
   int64_t n = dbuf_tensors_count(t), align = p->align_elems > 1 ? p->align_elems : 1;
-  key3_t *keys;
+  dbuf__key3_t *keys;
   int rc = DBUF_ENOMEM;
 
   memset(ps, 0, sizeof *ps);
@@ -216,7 +212,7 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     keys[nf].id = ps->cls_ids[k];
     nf++;
   }
-  qsort(keys, (size_t)nf, sizeof *keys, cmp_key3);
+  qsort(keys, (size_t)nf, sizeof *keys, dbuf__key3_cmp);
   for (int64_t k = 0; k < nf; k++) {
     ps->fill_ids[k] = keys[k].id;
     ps->fill_pos[keys[k].id] = k + 1;

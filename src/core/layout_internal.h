@@ -91,4 +91,11 @@ int dbuf__layout_build_compact(const dbuf_tensors_t *t,
 /* Rank whose non-empty segment holds i (0 <= i < size). */
 int dbuf__layout_owner(const dbuf_layout_t *l, int64_t i);
 
+/* A sort key of two values and a tensor id, and its qsort order (a, then b,
+ * then id, all ascending): the compact and node-aware packers sort by it. */
+typedef struct {
+  int64_t a, b, id;
+} dbuf__key3_t;
+int dbuf__key3_cmp(const void *x, const void *y);
+
 #endif /* DBUF_LAYOUT_INTERNAL_H */

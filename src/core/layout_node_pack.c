@@ -27,21 +27,6 @@
 
 enum { ROUNDS = 62 }; /* doublings of the step before giving up */
 
-typedef struct {
-  int64_t a, b, id;
-} nkey_t;
-
-static int
-cmp_nkey(const void *x, const void *y)
-{
-  const nkey_t *a = x, *b = y;
-  if (a->a != b->a)
-    return a->a < b->a ? -1 : 1;
-  if (a->b != b->b)
-    return a->b < b->b ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
-}
-
 /* Max segment tree over the free space of the nodes. */
 typedef struct {
   int64_t base;
@@ -73,10 +58,10 @@ typedef struct {
   const dbuf_tensors_t *t;
   int64_t n, nnodes, reserve;
   int64_t *unit;   /* [n] */
-  nkey_t *bysize;  /* [m] non-empty tensors, numel descending, then id */
+  dbuf__key3_t *bysize;  /* [m] non-empty tensors, numel descending, then id */
   int64_t m;
   int64_t *node;   /* [n] node of each tensor, -1 for large or empty */
-  nkey_t *keys;    /* [m] scratch */
+  dbuf__key3_t *keys;    /* [m] scratch */
   maxtree_t mt;
 } npack_t;
 
@@ -138,7 +123,7 @@ npack_run(npack_t *np, int64_t seg, int nranks, int k, int64_t *off,
   if (*left > 0)
     return 0;
   /* Inside each node: unit descending, then id. */
-  qsort(np->keys, (size_t)nk, sizeof *np->keys, cmp_nkey);
+  qsort(np->keys, (size_t)nk, sizeof *np->keys, dbuf__key3_cmp);
   int64_t cur = -1;
   for (int64_t q = 0; q < nk; q++) {
     int64_t id = np->keys[q].id;
@@ -216,12 +201,12 @@ dbuf__layout_build_node_packed(const dbuf_tensors_t *t, const dbuf_layout_params
     np.keys[q].b = 0;
     np.keys[q].id = q;
   }
-  qsort(np.keys, (size_t)np.m, sizeof *np.keys, cmp_nkey);
+  qsort(np.keys, (size_t)np.m, sizeof *np.keys, dbuf__key3_cmp);
   for (int64_t q = 0; q < np.m; q++)
     if ((q == 0 || np.keys[q].a != np.keys[q - 1].a) &&
         dbuf__add(np.reserve, np.keys[q].a, &np.reserve))
       np.reserve = INT64_MAX; /* no node has room: everything is left over */
-  qsort(np.bysize, (size_t)np.m, sizeof *np.bysize, cmp_nkey);
+  qsort(np.bysize, (size_t)np.m, sizeof *np.bysize, dbuf__key3_cmp);
 
   /*
    * The least segment (in chunks) found feasible: from the lower bound, grow
