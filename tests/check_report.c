@@ -5,6 +5,7 @@
  * comparison used by `dbuf-shard verify`.
  */
 #include "dbuf/layout.h"
+#include "dbuf/layout_json.h"
 #include "dbuf/models.h"
 #include "dbuf/report.h"
 #include "dbuf/shapes_io.h"
@@ -779,12 +780,40 @@ START_TEST(test_compare_model)
 }
 END_TEST
 
+/* Found by tests/fuzz (layout_json, wire): a layout that reads but fails
+ * validation, with a rank offset of INT64_MIN, made the table multiply an
+ * unchecked segment length by the element size (signed overflow).  Every
+ * format now refuses segments that are not ordered inside the buffer. */
+START_TEST(test_unordered_segments_refused)
+{
+  static const char json[] =
+      "{\"layout\":\"unpadded\",\"dp_size\":3,\"size\":4,"
+      "\"rank_offsets\":[0,-9223372036854775808,2],"
+      "\"tensors\":[{\"name\":\"a\",\"shape\":[4],\"offset\":0}]}";
+  static const dbuf_report_format_t formats[] = {
+      DBUF_REPORT_SUMMARY, DBUF_REPORT_TABLE, DBUF_REPORT_DIAGRAM, DBUF_REPORT_CSV,
+      DBUF_REPORT_SVG};
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_layout_from_json("neg.json", json, sizeof json - 1, &l, &d), 0);
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(dbuf_report_write(l, formats[i], NULL, &text, &len, &d), DBUF_ELAYOUT);
+    ck_assert_ptr_null(text);
+    ck_assert_msg(strstr(d.msg, "rank 0: segment [0, -9223372036854775808)") != NULL, "message: %s", d.msg);
+  }
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 static Suite *
 report_suite(void)
 {
   Suite *s = suite_create("report");
   TCase *tc = tcase_create("seed");
   tcase_add_test(tc, test_seed_summary);
+  tcase_add_test(tc, test_unordered_segments_refused);
   tcase_add_test(tc, test_seed_summary_tensor);
   tcase_add_test(tc, test_seed_diagram_padded);
   tcase_add_test(tc, test_seed_diagram_unpadded);
