@@ -92,6 +92,7 @@ run plan --shapes "$T/ns" --dp 2 --layout tensor --owners auto
 expect_out_has "load balance:    max/mean 1.0695 (rank 0)" "auto element balance"
 expect_out_has "ns load balance: max/mean 1.4236 (rank 1)" "auto cost balance"
 # The JSON schema also reads back as a shape list.
+run plan --format json --shapes "$T/seed" --dp 2 --layout tensor --owners auto
 jq '[.tensors[] | {name, shape}]' "$T/stdout" >"$T/shapes.json"
 run plan --shapes "$T/shapes.json" --dp 2 --layout tensor --owners auto
 expect_code 0 "JSON shape list"

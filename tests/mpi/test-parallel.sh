@@ -93,7 +93,8 @@ done
 #   c [24, 30) ends past the buffer of 28     -> bounds
 #   b [14, 22) overlaps a [0, 16)              -> overlap
 #   rank 1 starts at 10, inside row 2 of a     -> cut
-#   unpadded, but 28 != 16 + 8 + 6 elements   -> gap
+#   the tensors hold 16 + 8 + 6 = 30 elements,
+#   2 more than the buffer size 28           -> bounds
 cat >"$T/broken.json" <<'EOF2'
 {"format": "dbuf-shard-layout", "version": 1, "layout": "unpadded", "dp_size": 2, "block_size": 1,
  "size": 28, "logical_size": 30, "rank_offsets": [0, 10],
@@ -104,7 +105,9 @@ rm -f "$T/report.json"
 mpi 2 --layout-file "$T/broken.json" --report "$T/report.json"
 [ "$CODE" -eq 1 ] && pass "broken layout file: exit 1" || fail "broken layout file: exit $CODE: $ERR"
 jq_is "$T/report.json" '[.verdict, .problem_count, (.problems | map(split(":")[0]) | sort)]' \
-  '["FAIL", 4, ["bounds", "cut", "gap", "overlap"]]' "broken layout file: every problem in the report"
+  '["FAIL", 4, ["bounds", "bounds", "cut", "overlap"]]' "broken layout file: every problem in the report"
+jq_is "$T/report.json" '[.problems[] | select(test("^bounds: the tensors hold 30 elements, 2 more than the buffer size 28$"))] | length' \
+  1 "broken layout file: the size problem counted by hand"
 jq_is "$T/report.json" '[.problems[] | select(test("^overlap: tensor b \\[14, 22\\) overlaps tensor a \\[0, 16\\)$|^cut: rank 1: boundary 10 cuts tensor a inside row 2 |^bounds: tensor c: "))] | length' \
   3 "broken layout file: the problems name tensors, rank and offsets"
 [ "$(grep -c "^$T/broken.json: \(bounds\|overlap\|cut\|gap\): " "$T/stdout")" -eq 4 ] &&
