@@ -90,11 +90,11 @@ asan_check() {
   for t in $(printf 'print-tests:\n\t@echo $(TESTS)\n' | make -s -f Makefile -f - print-tests); do
     case $t in tests/mpi/*) mpi="$mpi $t" ;; *) serial="$serial $t" ;; esac
   done
-  export CK_TIMEOUT_MULTIPLIER=10 DBUF_TEST_TIME_SCALE=10 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export DBUF_TEST_SANITIZERS=1 CK_TIMEOUT_MULTIPLIER=10 DBUF_TEST_TIME_SCALE=10 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
   ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 check TESTS="$serial" || rc=1
   ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 check TESTS="$mpi" || rc=1
-  unset CK_TIMEOUT_MULTIPLIER DBUF_TEST_TIME_SCALE UBSAN_OPTIONS LSAN_OPTIONS
+  unset DBUF_TEST_SANITIZERS CK_TIMEOUT_MULTIPLIER DBUF_TEST_TIME_SCALE UBSAN_OPTIONS LSAN_OPTIONS
   cd "$build"
   return $rc
 }
