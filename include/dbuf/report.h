@@ -111,7 +111,9 @@ DBUF_EXPORT int dbuf_report_check(dbuf_report_format_t format, int nranks,
  * \return 0, or DBUF_EINVAL (NULL argument, unknown format, elem_size < 1,
  *   align_bytes < 0, svg_width out of range), DBUF_ERANGE (too many ranks
  *   for the format, see dbuf_report_check()), DBUF_EOVERFLOW (a byte
- *   figure past INT64_MAX), DBUF_ENOMEM.  Nothing is written on failure.
+ *   figure past INT64_MAX), DBUF_ELAYOUT (a rank segment not ordered
+ *   inside [0, size): a layout that reads but fails validation),
+ *   DBUF_ENOMEM.  Nothing is written on failure.
  */
 DBUF_EXPORT int dbuf_report_write(const dbuf_layout_t *l,
                                   dbuf_report_format_t format,
