@@ -240,6 +240,12 @@ dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
                       "%lld elements of %lld bytes overflow 64 bits",
                       (long long)dbuf_layout_size(l),
                       (long long)rep.o.elem_size);
+  /* The tensors may hold more than the buffer in a layout that fails
+   * validation: their byte figure is checked on its own. */
+  if (dbuf__mul(rep.st.logical, rep.o.elem_size, &bytes) != 0)
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "the tensors' %lld elements of %lld bytes overflow 64 bits",
+                      (long long)rep.st.logical, (long long)rep.o.elem_size);
   rep.data_end = dbuf_layout_size(l) - rep.st.tail_elems;
 
   switch (format) {
