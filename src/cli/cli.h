@@ -105,6 +105,17 @@ enum {
       {"safetensors", required_argument, NULL, CLI_OPT_SAFETENSORS},           \
       {"order", required_argument, NULL, CLI_OPT_ORDER}
 
+/* The model-parallel options (plan, run, verify). */
+#define CLI_PARALLEL_LONGOPTS                                                  \
+  {"tp", required_argument, NULL, CLI_OPT_TP},                                 \
+      {"pp", required_argument, NULL, CLI_OPT_PP},                             \
+      {"ep", required_argument, NULL, CLI_OPT_EP},                             \
+      {"expert-tp", required_argument, NULL, CLI_OPT_EXPERT_TP},               \
+      {"stage", required_argument, NULL, CLI_OPT_STAGE},                       \
+      {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},               \
+      {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
+      {"naming", required_argument, NULL, CLI_OPT_NAMING}
+
 #define CLI_PLAN_LONGOPTS                                                      \
   CLI_INPUT_LONGOPTS, {"dp", required_argument, NULL, CLI_OPT_DP},             \
       {"layout", required_argument, NULL, CLI_OPT_LAYOUT},                     \
@@ -113,14 +124,7 @@ enum {
       {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                       \
       {"align-bytes", required_argument, NULL, CLI_OPT_ALIGN},                 \
       {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN},                \
-      {"tp", required_argument, NULL, CLI_OPT_TP},                             \
-      {"pp", required_argument, NULL, CLI_OPT_PP},                             \
-      {"ep", required_argument, NULL, CLI_OPT_EP},                             \
-      {"expert-tp", required_argument, NULL, CLI_OPT_EXPERT_TP},               \
-      {"stage", required_argument, NULL, CLI_OPT_STAGE},                       \
-      {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},               \
-      {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
-      {"naming", required_argument, NULL, CLI_OPT_NAMING},                     \
+      CLI_PARALLEL_LONGOPTS,                                                   \
       {"node-size", required_argument, NULL, CLI_OPT_NODE_SIZE}
 
 /* Help text of the shared planning options. */

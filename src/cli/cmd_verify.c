@@ -123,14 +123,7 @@ cmd_verify(int argc, char **argv)
 {
   static const struct option longopts[] = {
       CLI_INPUT_LONGOPTS,
-      {"tp", required_argument, NULL, CLI_OPT_TP},
-      {"pp", required_argument, NULL, CLI_OPT_PP},
-      {"ep", required_argument, NULL, CLI_OPT_EP},
-      {"expert-tp", required_argument, NULL, CLI_OPT_EXPERT_TP},
-      {"stage", required_argument, NULL, CLI_OPT_STAGE},
-      {"pp-layers", required_argument, NULL, CLI_OPT_PP_LAYERS},
-      {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},
-      {"naming", required_argument, NULL, CLI_OPT_NAMING},
+      CLI_PARALLEL_LONGOPTS,
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;

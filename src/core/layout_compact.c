@@ -72,6 +72,20 @@ typedef struct {
 } pack_t;
 
 int
+dbuf__tensor_unit(const dbuf_tensors_t *t, int64_t i, int64_t block, int64_t align,
+                  int64_t *unit, dbuf_diag_t *diag)
+{
+  int64_t br;
+  if (dbuf__mul(block, dbuf_tensors_row_elems(t, i), &br) ||
+      dbuf__mul(br / dbuf__gcd(br, align), align, unit))
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: block x row size aligned to %lld elements "
+                      "overflows 64 bits",
+                      dbuf_tensors_name(t, i), (long long)align);
+  return 0;
+}
+
+int
 dbuf__key3_cmp(const void *x, const void *y)
 {
   const dbuf__key3_t *a = x, *b = y;
@@ -171,15 +185,9 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
       keys == NULL)
     goto out;
   for (int64_t i = 0; i < n; i++) {
-    int64_t br, u;
-    if (dbuf__mul(p->block_size, dbuf_tensors_row_elems(t, i), &br) ||
-        dbuf__mul(br / dbuf__gcd(br, align), align, &u)) {
-      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "tensor %s: block x row size aligned to %lld elements "
-                      "overflows 64 bits",
-                      dbuf_tensors_name(t, i), (long long)align);
+    int64_t u;
+    if ((rc = dbuf__tensor_unit(t, i, p->block_size, align, &u, diag)) != 0)
       goto out;
-    }
     ps->unit[i] = u;
     if (dbuf_tensors_numel(t, i) > 0) {
       keys[ps->m].a = u;
@@ -189,6 +197,7 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     }
   }
   int64_t m = ps->m;
+  rc = DBUF_ENOMEM;
   ps->cls_ids = dbuf__mallocn(m, sizeof *ps->cls_ids);
   ps->cls = dbuf__mallocn(m, sizeof *ps->cls);
   ps->heap = dbuf__mallocn(m, sizeof *ps->heap);

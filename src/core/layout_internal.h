@@ -98,4 +98,9 @@ typedef struct {
 } dbuf__key3_t;
 int dbuf__key3_cmp(const void *x, const void *y);
 
+/* The placement unit of tensor i: block x row size rounded up to a multiple
+ * of align elements (their LCM).  DBUF_EOVERFLOW, named in diag, past 64 bits. */
+int dbuf__tensor_unit(const dbuf_tensors_t *t, int64_t i, int64_t block, int64_t align,
+                      int64_t *unit, dbuf_diag_t *diag);
+
 #endif /* DBUF_LAYOUT_INTERNAL_H */

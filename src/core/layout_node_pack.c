@@ -178,15 +178,9 @@ dbuf__layout_build_node_packed(const dbuf_tensors_t *t, const dbuf_layout_params
     goto fail;
   }
   for (int64_t i = 0; i < n; i++) {
-    int64_t br, u;
-    if (dbuf__mul(p->block_size, dbuf_tensors_row_elems(t, i), &br) ||
-        dbuf__mul(br / dbuf__gcd(br, align), align, &u)) {
-      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "tensor %s: block x row size aligned to %lld elements "
-                      "overflows 64 bits",
-                      dbuf_tensors_name(t, i), (long long)align);
+    int64_t u;
+    if ((rc = dbuf__tensor_unit(t, i, p->block_size, align, &u, diag)) != 0)
       goto fail;
-    }
     np.unit[i] = u;
     if (dbuf_tensors_numel(t, i) > 0) {
       np.bysize[np.m].a = -dbuf_tensors_numel(t, i);
