@@ -1,4 +1,10 @@
-/* Shared by the report writers: the walk over ranks and number formats. */
+/*
+ * Inside the reports.  One-way layers:
+ *   report_common.c  the rank walk and number formats (below the writers)
+ *   report_text.c, report_csv.c, report_svg.c   the writers
+ *   report.c         options, format names, dbuf_report_write (the dispatcher)
+ * A writer calls report_common.c and never report.c.
+ */
 #ifndef DBUF_REPORT_INTERNAL_H
 #define DBUF_REPORT_INTERNAL_H
 
@@ -18,6 +24,8 @@ typedef struct dbuf__rep {
   int64_t np, cap;
 } dbuf__rep_t;
 
+/* ---- report_common.c */
+
 /* Load the pieces of rank r into rep->pc[0 .. rep->np). */
 int dbuf__rep_pieces(dbuf__rep_t *rep, int r);
 
@@ -34,7 +42,7 @@ const char *dbuf__rep_bytes(char buf[64], int64_t v);
 /* Short bytes for axes: "0", "512 B", "1.5 KiB", "14.96 GiB"; 24 bytes. */
 const char *dbuf__rep_bytes_short(char buf[24], int64_t v);
 
-/* The writers; each appends to b. */
+/* ---- the writers, called by report.c only; each appends to b. */
 int dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
 int dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
 int dbuf__report_diagram(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag);
