@@ -93,9 +93,19 @@ dbuf__gcd(int64_t a, int64_t b)
 int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
                      int64_t *size, char *why, size_t why_len);
 
+/*
+ * A shape for people, "4096x11008" ("0-D" for a scalar): the one shape
+ * format of messages and reports.  buf is always NUL-terminated; 0, or
+ * DBUF_ENOMEM when it is too short (DBUF__SHAPE_STR_LEN always suffices).
+ */
+#define DBUF__SHAPE_STR_LEN (21 * 16 + 1) /* 16 dims of 20 digits and an x */
+int dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len);
+
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);
 void *dbuf__mallocn(int64_t n, size_t sz);
 void *dbuf__reallocn(void *p, int64_t n, size_t sz);
+/* A malloc'd copy of n elements of size sz (NULL on failure). */
+void *dbuf__memdup(const void *src, int64_t n, size_t sz);
 
 #endif /* DBUF_CORE_INTERNAL_H */

@@ -20,8 +20,7 @@
  */
 #include "core_internal.h"
 #include "report_internal.h"
-
-#include "dbuf/shapes_io.h"
+#include "strmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,15 +142,13 @@ cmp_class(const void *a, const void *b)
 static int
 classes_build(const dbuf_tensors_t *t, int mode, classes_t *c)
 {
-  int64_t n = dbuf_tensors_count(t), chars = 0, slots = 16;
-  int64_t *table = NULL;
+  int64_t n = dbuf_tensors_count(t), chars = 0;
+  dbuf__strmap_t table = DBUF__STRMAP_INIT; /* class key -> class */
   int rc = DBUF_ENOMEM;
 
   memset(c, 0, sizeof *c);
   for (int64_t i = 0; i < n; i++)
     chars += (int64_t)strlen(dbuf_tensors_name(t, i)) + 1;
-  while (slots < 2 * n)
-    slots *= 2;
   c->keys = dbuf__mallocn(chars + 1, 1);
   c->key_off = dbuf__mallocn(n, sizeof *c->key_off);
   c->weight = dbuf__calloc(n, sizeof *c->weight);
@@ -160,34 +157,27 @@ classes_build(const dbuf_tensors_t *t, int mode, classes_t *c)
   c->by_rank = dbuf__mallocn(n, sizeof *c->by_rank);
   c->color = dbuf__mallocn(n, 1);
   int64_t *cls = dbuf__mallocn(n, sizeof *cls);
-  table = dbuf__mallocn(slots, sizeof *table);
   if (c->keys == NULL || c->key_off == NULL || c->weight == NULL ||
       c->first == NULL || c->rank_of == NULL || c->by_rank == NULL ||
-      c->color == NULL || cls == NULL || table == NULL)
+      c->color == NULL || cls == NULL)
     goto out;
-  memset(table, 0xff, (size_t)slots * sizeof *table); /* all -1 */
 
   int64_t used = 0;
   for (int64_t i = 0; i < n; i++) {
     char *k = c->keys + used;
     size_t len = class_key(dbuf_tensors_name(t, i), k, mode);
-    uint64_t h = dbuf_hash64(k, len, 0) & (uint64_t)(slots - 1);
-    for (;; h = (h + 1) & (uint64_t)(slots - 1)) {
-      int64_t e = table[h];
-      if (e < 0) { /* new class */
-        e = c->nclasses++;
-        table[h] = e;
-        c->key_off[e] = used;
-        c->first[e] = i;
-        used += (int64_t)len + 1;
-        cls[i] = e;
-        break;
-      }
-      if (strcmp(c->keys + c->key_off[e], k) == 0) {
-        cls[i] = e;
-        break;
-      }
+    int64_t e;
+    int added = dbuf__strmap_add(&table, k, &e);
+    if (added == 0) { /* new class: ids in order of first appearance */
+      c->nclasses++;
+      c->key_off[e] = used;
+      c->first[e] = i;
+      used += (int64_t)len + 1;
+    } else if (added != DBUF_EDUP) {
+      rc = added;
+      goto out;
     }
+    cls[i] = e;
     c->weight[cls[i]] += dbuf_tensors_numel(t, i);
   }
   crank_t *cr = dbuf__mallocn(c->nclasses, sizeof *cr);
@@ -208,7 +198,7 @@ classes_build(const dbuf_tensors_t *t, int mode, classes_t *c)
   rc = 0;
 out:
   free(cls);
-  free(table);
+  dbuf__strmap_free(&table);
   if (rc != 0)
     classes_free(c);
   return rc;

@@ -8,6 +8,7 @@
 
 #include "dbuf/safetensors.h"
 #include "core_internal.h"
+#include "strmap.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -53,26 +54,6 @@ struct dbuf_st {
   dbuf_tensors_t *tensors;
   uint64_t digest;
 };
-
-/* Open-addressing name -> tensor index, built once all headers are read. */
-struct st_names {
-  int64_t *slots; /* tensor index + 1, 0 = empty */
-  uint64_t mask;
-};
-
-#define ST_FNV_OFFSET UINT64_C(14695981039346656037)
-#define ST_FNV_PRIME UINT64_C(1099511628211)
-
-static uint64_t
-st_fnv(uint64_t h, const void *data, size_t len)
-{
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= ST_FNV_PRIME;
-  }
-  return h;
-}
 
 static char *
 st_strdup(const char *s)
@@ -139,25 +120,6 @@ st_json_type(const json_t *v)
     return "boolean";
   default:
     return "null";
-  }
-}
-
-/* "4x4", or "0-D" for a scalar; always NUL-terminated. */
-static void
-st_shape_str(const int64_t *dims, int ndim, char *buf, size_t len)
-{
-  size_t used = 0;
-  if (ndim == 0) {
-    snprintf(buf, len, "0-D");
-    return;
-  }
-  buf[0] = '\0';
-  for (int i = 0; i < ndim; i++) {
-    int w = snprintf(buf + used, len - used, i ? "x%lld" : "%lld",
-                     (long long)dims[i]);
-    if (w < 0 || (size_t)w >= len - used)
-      return; /* truncated, still terminated */
-    used += (size_t)w;
   }
 }
 
@@ -301,7 +263,7 @@ st_parse_tensor(dbuf_st_t *st, int64_t file, const char *path,
   struct st_tensor rec;
   const json_t *jd, *js, *jo;
   int64_t numel = 1, bytes, elem;
-  char shape[160];
+  char shape[DBUF__SHAPE_STR_LEN];
   int rc;
 
   memset(&rec, 0, sizeof rec);
@@ -357,7 +319,7 @@ st_parse_tensor(dbuf_st_t *st, int64_t file, const char *path,
                         "%s: tensor '%s': shape[%d] is negative (%lld)", path,
                         name, d, (long long)rec.dims[d]);
   }
-  st_shape_str(rec.dims, rec.ndim, shape, sizeof shape);
+  dbuf__shape_str(rec.dims, rec.ndim, shape, sizeof shape);
   for (int d = 0; d < rec.ndim; d++) {
     if (dbuf__mul(numel, rec.dims[d], &numel))
       return dbuf__diag(diag, DBUF_EOVERFLOW,
@@ -494,8 +456,8 @@ st_read_file(dbuf_st_t *st, int64_t file, const char *via, dbuf_diag_t *diag)
 
   if ((rc = st_read_header(path, via, prefix, &hdr, &hlen, &fsize, diag)) != 0)
     return rc;
-  st->digest = st_fnv(st->digest, prefix, sizeof prefix);
-  st->digest = st_fnv(st->digest, hdr, (size_t)hlen);
+  st->digest = dbuf__fnv1a(st->digest, prefix, sizeof prefix);
+  st->digest = dbuf__fnv1a(st->digest, hdr, (size_t)hlen);
 
   root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
   if (root == NULL && via != NULL) { /* no quote of the bytes, see above */
@@ -724,50 +686,17 @@ cleanup:
 
 /* ---------------------------------------------------------- name index */
 
-static uint64_t
-st_hash(const char *s)
-{
-  uint64_t h = st_fnv(ST_FNV_OFFSET, s, strlen(s));
-  return h ^ (h >> 31);
-}
-
-/* Slot of name: its tensor, or the empty slot where it would go. */
-static uint64_t
-st_names_slot(const struct st_names *ix, const struct st_tensor *t,
-              const char *name)
-{
-  for (uint64_t i = st_hash(name) & ix->mask;; i = (i + 1) & ix->mask) {
-    int64_t v = ix->slots[i];
-    if (v == 0 || strcmp(t[v - 1].name, name) == 0)
-      return i;
-  }
-}
-
-static int64_t
-st_names_find(const struct st_names *ix, const struct st_tensor *t,
-              const char *name)
-{
-  return ix->slots[st_names_slot(ix, t, name)] - 1;
-}
-
-/* Index every tensor of st by name; a name in two files is DBUF_EDUP. */
+/* Index every tensor of st by name (id = index into st->t); a name in two
+ * files is DBUF_EDUP. */
 static int
-st_names_build(struct st_names *ix, const dbuf_st_t *st, dbuf_diag_t *diag)
+st_names_build(dbuf__strmap_t *ix, const dbuf_st_t *st, dbuf_diag_t *diag)
 {
-  int64_t ns = 64;
-  while (ns < st->n || ns - st->n < st->n) { /* at most half full */
-    if (dbuf__mul(ns, 2, &ns))
-      return dbuf__diag(diag, DBUF_EOVERFLOW, "too many tensors (%lld)",
-                        (long long)st->n);
-  }
-  if ((ix->slots = dbuf__calloc(ns, sizeof *ix->slots)) == NULL)
-    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory indexing %lld tensors",
-                      (long long)st->n);
-  ix->mask = (uint64_t)ns - 1;
-  for (int64_t i = 0; i < st->n; i++) {
-    uint64_t s = st_names_slot(ix, st->t, st->t[i].name);
-    if (ix->slots[s] != 0) {
-      const struct st_tensor *o = &st->t[ix->slots[s] - 1];
+  int rc = dbuf__strmap_reserve(ix, st->n);
+  for (int64_t i = 0; rc == 0 && i < st->n; i++) {
+    int64_t id;
+    rc = dbuf__strmap_add(ix, st->t[i].name, &id);
+    if (rc == DBUF_EDUP) {
+      const struct st_tensor *o = &st->t[id];
       if (o->file == st->t[i].file) /* JSON_REJECT_DUPLICATES prevents this */
         return dbuf__diag(diag, DBUF_EDUP, "%s: tensor '%s' appears twice",
                           st->paths[o->file], o->name);
@@ -775,14 +704,24 @@ st_names_build(struct st_names *ix, const dbuf_st_t *st, dbuf_diag_t *diag)
                         st->paths[st->t[i].file], st->t[i].name,
                         st->paths[o->file]);
     }
-    ix->slots[s] = i + 1;
   }
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "indexing %lld tensors: %s", (long long)st->n,
+                      dbuf_strerror(rc));
   return 0;
+}
+
+/* Index into st->t of the tensor called name, or -1. */
+static int64_t
+st_names_find(const dbuf__strmap_t *ix, const char *name)
+{
+  int64_t id;
+  return dbuf__strmap_find(ix, name, &id) == 0 ? id : -1;
 }
 
 /* weight_map and the file headers must describe the same tensors. */
 static int
-st_check_index(const dbuf_st_t *st, const struct st_names *ix,
+st_check_index(const dbuf_st_t *st, const dbuf__strmap_t *ix,
                const char *index_path, json_t *wmap, const char **fnames,
                dbuf_diag_t *diag)
 {
@@ -795,7 +734,7 @@ st_check_index(const dbuf_st_t *st, const struct st_names *ix,
     const char **hit = bsearch(&fname, fnames, (size_t)st->nfiles,
                                sizeof *fnames, st_cmp_str);
     assert(hit != NULL); /* fnames holds every weight_map value */
-    int64_t file = hit - fnames, r = st_names_find(ix, st->t, key);
+    int64_t file = hit - fnames, r = st_names_find(ix, key);
     if (r < 0)
       return dbuf__diag(diag, DBUF_ENOTFOUND,
                         "%s: weight_map puts tensor '%s' in '%s', but %s has "
@@ -820,7 +759,7 @@ st_check_index(const dbuf_st_t *st, const struct st_names *ix,
 
 /* perm[id] = index into st->t of the tensor with that id. */
 static int
-st_order(const dbuf_st_t *st, const struct st_names *ix,
+st_order(const dbuf_st_t *st, const dbuf__strmap_t *ix,
          const char *const *order, int64_t norder, int64_t *perm,
          dbuf_diag_t *diag)
 {
@@ -835,7 +774,7 @@ st_order(const dbuf_st_t *st, const struct st_names *ix,
   if ((seen = dbuf__calloc(st->n, 1)) == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
   for (int64_t i = 0; i < norder; i++) {
-    int64_t r = st_names_find(ix, st->t, order[i]);
+    int64_t r = st_names_find(ix, order[i]);
     if (r < 0) {
       rc = dbuf__diag(diag, DBUF_ENOTFOUND,
                       "order list entry %lld: '%s' is not a tensor of the "
@@ -895,7 +834,7 @@ dbuf_st_open(const char *const *paths, int64_t npaths,
   json_t *index = NULL, *wmap = NULL;
   const char **fnames = NULL;
   const char *index_path = NULL;
-  struct st_names ix = {NULL, 0};
+  dbuf__strmap_t ix = DBUF__STRMAP_INIT;
   int64_t *perm = NULL;
   struct st_tensor *sorted = NULL;
   int rc;
@@ -921,7 +860,7 @@ dbuf_st_open(const char *const *paths, int64_t npaths,
 
   if ((st = calloc(1, sizeof *st)) == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "safetensors: out of memory");
-  st->digest = ST_FNV_OFFSET;
+  st->digest = DBUF__FNV_OFFSET;
   if (npaths == 1 && st_ends_with_json(paths[0])) {
     index_path = paths[0];
     if ((rc = st_read_index(st, index_path, &index, &wmap, &fnames, diag)) != 0)
@@ -984,7 +923,7 @@ dbuf_st_open(const char *const *paths, int64_t npaths,
                       inner.msg[0] ? inner.msg : dbuf_strerror(rc));
       goto cleanup;
     }
-    st->digest = st_fnv(st->digest, t->name, strlen(t->name) + 1);
+    st->digest = dbuf__fnv1a(st->digest, t->name, strlen(t->name) + 1);
   }
   *out = st;
   st = NULL;
@@ -992,7 +931,7 @@ dbuf_st_open(const char *const *paths, int64_t npaths,
 cleanup:
   free(sorted);
   free(perm);
-  free(ix.slots);
+  dbuf__strmap_free(&ix);
   free(fnames);
   json_decref(index);
   dbuf_st_destroy(st);

@@ -1,7 +1,10 @@
-/* The tensor list: flat arrays for dims and names, and a name hash index. */
+/* The tensor list: flat arrays for dims, and the names in a string map
+ * whose ids are the tensor ids. */
 #include "dbuf/tensors.h"
 #include "core_internal.h"
+#include "strmap.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -14,14 +17,10 @@ struct dbuf_tensors {
   int64_t *row_elems; /* [cap] */
   int64_t *dim_start; /* [cap] index into dims */
   uint8_t *ndim;      /* [cap] */
-  int64_t *name_off;  /* [cap] index into names */
   int64_t *dims;      /* [dims_cap] */
   int64_t ndims, dims_cap;
-  char *names; /* NUL-separated */
-  int64_t names_len, names_cap;
+  dbuf__strmap_t names; /* name -> id; names.count == n */
   int64_t total;
-  int64_t *slots; /* hash: tensor id + 1, 0 = empty */
-  int64_t nslots; /* power of two */
 };
 
 void *
@@ -48,17 +47,13 @@ dbuf__reallocn(void *p, int64_t n, size_t sz)
   return realloc(p, n ? (size_t)n * sz : 1);
 }
 
-static int rehash(dbuf_tensors_t *t, int64_t nslots);
-
-static uint64_t
-hash_name(const char *s)
+void *
+dbuf__memdup(const void *src, int64_t n, size_t sz)
 {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ULL;
-  }
-  return h ^ (h >> 29);
+  void *p = dbuf__mallocn(n, sz);
+  if (p != NULL && n > 0)
+    memcpy(p, src, (size_t)n * sz);
+  return p;
 }
 
 int
@@ -82,10 +77,8 @@ dbuf_tensors_destroy(dbuf_tensors_t *t)
   free(t->row_elems);
   free(t->dim_start);
   free(t->ndim);
-  free(t->name_off);
   free(t->dims);
-  free(t->names);
-  free(t->slots);
+  dbuf__strmap_free(&t->names);
   free(t);
 }
 
@@ -111,10 +104,6 @@ grow_arrays(dbuf_tensors_t *t, int64_t need)
   if (a == NULL)
     return DBUF_ENOMEM;
   t->dim_start = a;
-  a = dbuf__reallocn(t->name_off, cap, sizeof *a);
-  if (a == NULL)
-    return DBUF_ENOMEM;
-  t->name_off = a;
   uint8_t *d = dbuf__reallocn(t->ndim, cap, sizeof *d);
   if (d == NULL)
     return DBUF_ENOMEM;
@@ -150,40 +139,9 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
   if (dbuf__add(t->n, n, &need))
     return DBUF_EOVERFLOW;
   int rc = grow_arrays(t, need);
-  if (rc == 0 && t->nslots < 2 * need) {
-    int64_t ns = t->nslots ? t->nslots : 64;
-    while (ns < 2 * need)
-      ns *= 2;
-    rc = rehash(t, ns);
-  }
+  if (rc == 0)
+    rc = dbuf__strmap_reserve(&t->names, n);
   return rc;
-}
-
-static int64_t
-find_slot(const dbuf_tensors_t *t, const char *name, uint64_t h)
-{
-  uint64_t mask = (uint64_t)t->nslots - 1;
-  for (uint64_t i = h & mask;; i = (i + 1) & mask) {
-    int64_t v = t->slots[i];
-    if (v == 0 || strcmp(t->names + t->name_off[v - 1], name) == 0)
-      return (int64_t)i;
-  }
-}
-
-static int
-rehash(dbuf_tensors_t *t, int64_t nslots)
-{
-  int64_t *slots = dbuf__calloc(nslots, sizeof *slots);
-  if (slots == NULL)
-    return DBUF_ENOMEM;
-  free(t->slots);
-  t->slots = slots;
-  t->nslots = nslots;
-  for (int64_t id = 0; id < t->n; id++) {
-    const char *nm = t->names + t->name_off[id];
-    t->slots[find_slot(t, nm, hash_name(nm))] = id + 1;
-  }
-  return 0;
 }
 
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
@@ -236,7 +194,7 @@ int
 dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                  const int64_t *dims, dbuf_diag_t *diag)
 {
-  int64_t numel = 1, row = 1, total, len;
+  int64_t numel = 1, row = 1, total, id;
   int rc;
 
   if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
@@ -246,12 +204,9 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %lld: name '%s' is empty, not UTF-8, or has "
                       "spaces or control characters",
                       (long long)t->n, name);
-  if (t->nslots > 0) {
-    int64_t s = find_slot(t, name, hash_name(name));
-    if (t->slots[s] != 0)
-      return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
-                        name, (long long)(t->slots[s] - 1));
-  }
+  if (dbuf__strmap_find(&t->names, name, &id) == 0)
+    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                      name, (long long)id);
   if (ndim < 1)
     return dbuf__diag(diag, DBUF_ESHAPE,
                       "tensor %s: 0-D shape (scalars cannot be sharded by rows)",
@@ -278,44 +233,23 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %s: total element count of the list overflows "
                       "64 bits",
                       name);
-  len = (int64_t)strlen(name) + 1;
+  /* The name goes in last: a failure before it leaves the list as it was. */
   if ((rc = grow_arrays(t, t->n + 1)) != 0 ||
       (rc = grow_bytes((void **)&t->dims, &t->dims_cap, t->ndims + ndim,
                        sizeof *t->dims)) != 0 ||
-      (rc = grow_bytes((void **)&t->names, &t->names_cap, t->names_len + len,
-                       1)) != 0)
+      (rc = dbuf__strmap_add(&t->names, name, &id)) != 0)
     return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
-  if (t->nslots < 2 * (t->n + 1)) {
-    int64_t ns = t->nslots ? t->nslots : 64;
-    while (ns < 2 * (t->n + 1))
-      ns *= 2;
-    if ((rc = rehash(t, ns)) != 0)
-      return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
-  }
+  assert(id == t->n); /* the map numbers the names as the list does */
 
-  int64_t id = t->n;
   memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
-  memcpy(t->names + t->names_len, name, (size_t)len);
   t->dim_start[id] = t->ndims;
-  t->name_off[id] = t->names_len;
   t->ndim[id] = (uint8_t)ndim;
   t->numel[id] = numel;
   t->row_elems[id] = row;
   t->ndims += ndim;
-  t->names_len += len;
   t->total = total;
   t->n++;
-  t->slots[find_slot(t, name, hash_name(name))] = id + 1;
   return 0;
-}
-
-static void *
-dup_array(const void *src, int64_t n, size_t sz)
-{
-  void *p = dbuf__mallocn(n, sz);
-  if (p != NULL && n > 0)
-    memcpy(p, src, (size_t)n * sz);
-  return p;
 }
 
 /* A structural copy: the list is already valid, so nothing is re-checked. */
@@ -330,18 +264,14 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
   *c = *t;
   c->cap = t->n;
   c->dims_cap = t->ndims;
-  c->names_cap = t->names_len;
-  c->numel = dup_array(t->numel, t->n, sizeof *c->numel);
-  c->row_elems = dup_array(t->row_elems, t->n, sizeof *c->row_elems);
-  c->dim_start = dup_array(t->dim_start, t->n, sizeof *c->dim_start);
-  c->ndim = dup_array(t->ndim, t->n, sizeof *c->ndim);
-  c->name_off = dup_array(t->name_off, t->n, sizeof *c->name_off);
-  c->dims = dup_array(t->dims, t->ndims, sizeof *c->dims);
-  c->names = dup_array(t->names, t->names_len, 1);
-  c->slots = t->nslots ? dup_array(t->slots, t->nslots, sizeof *c->slots) : NULL;
+  c->numel = dbuf__memdup(t->numel, t->n, sizeof *c->numel);
+  c->row_elems = dbuf__memdup(t->row_elems, t->n, sizeof *c->row_elems);
+  c->dim_start = dbuf__memdup(t->dim_start, t->n, sizeof *c->dim_start);
+  c->ndim = dbuf__memdup(t->ndim, t->n, sizeof *c->ndim);
+  c->dims = dbuf__memdup(t->dims, t->ndims, sizeof *c->dims);
+  int names_rc = dbuf__strmap_copy(&t->names, &c->names);
   if (c->numel == NULL || c->row_elems == NULL || c->dim_start == NULL ||
-      c->ndim == NULL || c->name_off == NULL || c->dims == NULL ||
-      c->names == NULL || (t->nslots && c->slots == NULL)) {
+      c->ndim == NULL || c->dims == NULL || names_rc != 0) {
     dbuf_tensors_destroy(c);
     return DBUF_ENOMEM;
   }
@@ -366,7 +296,7 @@ dbuf_tensors_total(const dbuf_tensors_t *t)
 const char *
 dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->names + t->name_off[id] : NULL;
+  return IN_RANGE(t, id) ? dbuf__strmap_key(&t->names, id) : NULL;
 }
 
 int
@@ -404,29 +334,24 @@ dbuf_tensors_find(const dbuf_tensors_t *t, const char *name, int64_t *id)
 {
   if (t == NULL || name == NULL || id == NULL)
     return DBUF_EINVAL;
-  if (t->nslots == 0)
-    return DBUF_ENOTFOUND;
-  int64_t v = t->slots[find_slot(t, name, hash_name(name))];
-  if (v == 0)
-    return DBUF_ENOTFOUND;
-  *id = v - 1;
-  return 0;
+  return dbuf__strmap_find(&t->names, name, id);
 }
 
+_Static_assert(DBUF__SHAPE_STR_LEN >= 21 * DBUF_MAX_DIMS + 1,
+               "a shape string of DBUF_MAX_DIMS int64 dims fits");
+
 int
-dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
-                       size_t len)
+dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len)
 {
   size_t used = 0;
-  if (t == NULL || buf == NULL || len == 0)
-    return DBUF_EINVAL;
+  if (ndim == 0) {
+    snprintf(buf, len, "0-D");
+    return len > 3 ? 0 : DBUF_ENOMEM;
+  }
   buf[0] = '\0';
-  if (!IN_RANGE(t, id))
-    return DBUF_ERANGE;
-  const int64_t *d = t->dims + t->dim_start[id];
-  for (int i = 0; i < t->ndim[id]; i++) {
+  for (int i = 0; i < ndim; i++) {
     int w = snprintf(buf + used, len - used, i ? "x%lld" : "%lld",
-                     (long long)d[i]);
+                     (long long)dims[i]);
     if (w < 0 || (size_t)w >= len - used) {
       buf[used] = '\0';
       return DBUF_ENOMEM;
@@ -434,6 +359,18 @@ dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
     used += (size_t)w;
   }
   return 0;
+}
+
+int
+dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
+                       size_t len)
+{
+  if (t == NULL || buf == NULL || len == 0)
+    return DBUF_EINVAL;
+  buf[0] = '\0';
+  if (!IN_RANGE(t, id))
+    return DBUF_ERANGE;
+  return dbuf__shape_str(t->dims + t->dim_start[id], t->ndim[id], buf, len);
 }
 
 int

@@ -1,0 +1,55 @@
+/*
+ * The core's one string map and its hash (internal).
+ *
+ * A map from strings to dense ids: the first key added gets id 0, the next
+ * id 1, and so on, so a caller that numbers its own records in the same
+ * order (tensors, safetensors records, SVG classes) uses the id as its
+ * index.  The map keeps its own copy of every key.  Open addressing with
+ * linear probing, at most half full; every count is 64-bit and every growth
+ * is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
+ * Not thread safe for writers; readers of an unchanging map may share it.
+ */
+#ifndef DBUF_STRMAP_H
+#define DBUF_STRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* FNV-1a, 64-bit: start at DBUF__FNV_OFFSET, feed bytes, chain the result. */
+#define DBUF__FNV_OFFSET UINT64_C(14695981039346656037)
+uint64_t dbuf__fnv1a(uint64_t h, const void *data, size_t len);
+
+typedef struct dbuf__strmap {
+  int64_t count;     /* keys held: ids 0 .. count-1 */
+  int64_t cap;       /* room in key_off and hash */
+  int64_t *key_off;  /* [cap] offset of each key in keys */
+  uint64_t *hash;    /* [cap] hash of each key */
+  char *keys;        /* the keys, each NUL-terminated, back to back */
+  int64_t keys_len, keys_cap;
+  int64_t *slots;    /* [nslots] id + 1, 0 = empty */
+  int64_t nslots;    /* 0 or a power of two >= 2 * count */
+} dbuf__strmap_t;
+
+#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
+
+/* Make room for n more keys (their bytes are allocated as they come), so
+ * that many adds allocate no slots.  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
+int dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n);
+
+/* Add key: 0 and *id = the new id (the old count), or DBUF_EDUP and *id =
+ * the id key already has; DBUF_EOVERFLOW or DBUF_ENOMEM leave m unchanged. */
+int dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id);
+
+/* 0 and *id, or DBUF_ENOTFOUND. */
+int dbuf__strmap_find(const dbuf__strmap_t *m, const char *key, int64_t *id);
+
+/* Key of id (borrowed, valid until the next add or free), or NULL. */
+const char *dbuf__strmap_key(const dbuf__strmap_t *m, int64_t id);
+
+/* A deep copy into *out (overwritten): 0 or DBUF_ENOMEM (out zeroed). */
+int dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out);
+
+/* Release the memory and leave an empty map. */
+void dbuf__strmap_free(dbuf__strmap_t *m);
+
+#endif /* DBUF_STRMAP_H */

@@ -1,0 +1,134 @@
+/* The core's string map (src/core/strmap.h) and its hash. */
+#include "core_internal.h"
+#include "strmap.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+START_TEST(test_fnv1a_known_values)
+{
+  /* FNV-1a 64 reference values (Fowler, Noll, Vo test vectors). */
+  ck_assert_uint_eq(dbuf__fnv1a(DBUF__FNV_OFFSET, "", 0),
+                    UINT64_C(0xcbf29ce484222325));
+  ck_assert_uint_eq(dbuf__fnv1a(DBUF__FNV_OFFSET, "a", 1),
+                    UINT64_C(0xaf63dc4c8601ec8c));
+  ck_assert_uint_eq(dbuf__fnv1a(DBUF__FNV_OFFSET, "foobar", 6),
+                    UINT64_C(0x85944171f73967e8));
+  /* Chaining is the same as one pass. */
+  ck_assert_uint_eq(dbuf__fnv1a(dbuf__fnv1a(DBUF__FNV_OFFSET, "foo", 3), "bar", 3),
+                    UINT64_C(0x85944171f73967e8));
+}
+END_TEST
+
+START_TEST(test_empty_map)
+{
+  dbuf__strmap_t m = DBUF__STRMAP_INIT;
+  int64_t id = 77;
+  ck_assert_int_eq(dbuf__strmap_find(&m, "x", &id), DBUF_ENOTFOUND);
+  ck_assert_int_eq(id, 77); /* untouched */
+  ck_assert_ptr_null(dbuf__strmap_key(&m, 0));
+  ck_assert_int_eq(dbuf__strmap_reserve(&m, -1), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf__strmap_reserve(&m, INT64_MAX), DBUF_EOVERFLOW);
+  dbuf__strmap_free(&m);
+  dbuf__strmap_free(&m); /* a freed map is an empty map */
+}
+END_TEST
+
+/* 10,000 keys: ids in insertion order across many growths of the table
+ * (32 slots at first), every key found, duplicates refused with the id
+ * they already have. */
+START_TEST(test_many_keys)
+{
+  dbuf__strmap_t m = DBUF__STRMAP_INIT, c;
+  char key[32];
+  int64_t id;
+  for (int64_t i = 0; i < 10000; i++) {
+    snprintf(key, sizeof key, "layers.%lld.w", (long long)i);
+    ck_assert_int_eq(dbuf__strmap_add(&m, key, &id), 0);
+    ck_assert_int_eq(id, i);
+  }
+  ck_assert_int_eq(m.count, 10000);
+  ck_assert_int_ge(m.nslots, 2 * m.count);
+  ck_assert_int_eq(m.nslots & (m.nslots - 1), 0);
+  for (int64_t i = 9999; i >= 0; i--) {
+    snprintf(key, sizeof key, "layers.%lld.w", (long long)i);
+    ck_assert_int_eq(dbuf__strmap_find(&m, key, &id), 0);
+    ck_assert_int_eq(id, i);
+    ck_assert_str_eq(dbuf__strmap_key(&m, i), key);
+  }
+  ck_assert_int_eq(dbuf__strmap_add(&m, "layers.4321.w", &id), DBUF_EDUP);
+  ck_assert_int_eq(id, 4321);
+  ck_assert_int_eq(m.count, 10000);
+  ck_assert_int_eq(dbuf__strmap_find(&m, "layers.10000.w", &id), DBUF_ENOTFOUND);
+  ck_assert_int_eq(dbuf__strmap_find(&m, "layers.1", &id), DBUF_ENOTFOUND);
+
+  /* A copy answers the same and is independent of the original. */
+  ck_assert_int_eq(dbuf__strmap_copy(&m, &c), 0);
+  dbuf__strmap_free(&m);
+  ck_assert_int_eq(dbuf__strmap_find(&c, "layers.777.w", &id), 0);
+  ck_assert_int_eq(id, 777);
+  ck_assert_int_eq(dbuf__strmap_add(&c, "new", &id), 0);
+  ck_assert_int_eq(id, 10000);
+  dbuf__strmap_free(&c);
+}
+END_TEST
+
+/* The empty string and keys that differ in one byte are all distinct. */
+START_TEST(test_edge_keys)
+{
+  dbuf__strmap_t m = DBUF__STRMAP_INIT;
+  int64_t id;
+  ck_assert_int_eq(dbuf__strmap_reserve(&m, 3), 0);
+  int64_t nslots = m.nslots;
+  ck_assert_int_eq(dbuf__strmap_add(&m, "", &id), 0);
+  ck_assert_int_eq(id, 0);
+  ck_assert_int_eq(dbuf__strmap_add(&m, "ab", &id), 0);
+  ck_assert_int_eq(dbuf__strmap_add(&m, "ba", &id), 0);
+  ck_assert_int_eq(id, 2);
+  ck_assert_int_eq(m.nslots, nslots); /* reserved: no regrowth */
+  ck_assert_int_eq(dbuf__strmap_find(&m, "", &id), 0);
+  ck_assert_int_eq(id, 0);
+  ck_assert_int_eq(dbuf__strmap_add(&m, "", &id), DBUF_EDUP);
+  ck_assert_int_eq(id, 0);
+  ck_assert_str_eq(dbuf__strmap_key(&m, 1), "ab");
+  ck_assert_ptr_null(dbuf__strmap_key(&m, 3));
+  ck_assert_ptr_null(dbuf__strmap_key(&m, -1));
+  dbuf__strmap_free(&m);
+}
+END_TEST
+
+START_TEST(test_shape_str)
+{
+  char buf[DBUF__SHAPE_STR_LEN];
+  int64_t dims[16];
+  ck_assert_int_eq(dbuf__shape_str((int64_t[]){128256, 4096}, 2, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "128256x4096");
+  ck_assert_int_eq(dbuf__shape_str(NULL, 0, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "0-D");
+  for (int i = 0; i < 16; i++)
+    dims[i] = INT64_MIN; /* the longest a dim can print: 20 characters */
+  ck_assert_int_eq(dbuf__shape_str(dims, 16, buf, sizeof buf), 0);
+  ck_assert_uint_eq(strlen(buf), 16 * 20 + 15);
+  ck_assert_int_eq(dbuf__shape_str((int64_t[]){12345, 6}, 2, buf, 6), DBUF_ENOMEM);
+  ck_assert_str_eq(buf, "12345"); /* cut at a dim, terminated */
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("strmap");
+  TCase *tc = tcase_create("strmap");
+  tcase_add_test(tc, test_fnv1a_known_values);
+  tcase_add_test(tc, test_empty_map);
+  tcase_add_test(tc, test_many_keys);
+  tcase_add_test(tc, test_edge_keys);
+  tcase_add_test(tc, test_shape_str);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
