@@ -235,6 +235,76 @@ START_TEST(test_seed_table)
 }
 END_TEST
 
+/* Byte counts from 1 KiB up carry their binary-unit form.  Elements of 100
+ * bytes: a rank's 12 elements are 1,200 bytes = 1200/1024 = 1.171875 KiB
+ * ("1.17 KiB"); the buffer 6,000 = 5.859375 KiB, the tensors 5,200 =
+ * 5.078125 KiB, P1 1,600 = 1.5625 KiB (printf rounds the exact tie to even:
+ * "1.56").  Aligned to 512: 1,200 -> 1,536 = 1.5 KiB, 5 x 1,536 = 7,680 =
+ * 7.5 KiB; 512 itself stays below 1 KiB and has no unit. */
+START_TEST(test_byte_units)
+{
+  dbuf_layout_t *l = build(seed5, DBUF_LAYOUT_PADDED, 5, 1);
+  dbuf_report_opts_t o;
+  dbuf_report_opts_init(&o);
+  o.elem_size = 100;
+  o.dtype = "x100";
+  o.align_bytes = 512;
+  char *s = report(l, DBUF_REPORT_SUMMARY, &o);
+  ck_assert_str_eq(
+      s, "layout:          padded (RowAtomic), dp 5, chunk 12 elements\n"
+         "tensors:         5, dtype x100, 100 bytes per element\n"
+         "logical size:    52 elements, 5,200 bytes (5.08 KiB)\n"
+         "buffer size:     60 elements, 6,000 bytes (5.86 KiB)\n"
+         "padding:         8 elements (13.33% of the buffer), 2 in gaps, 6 at "
+         "the end\n"
+         "per rank:        min 12 (rank 0), max 12 (rank 0), mean 12 elements\n"
+         "per rank bytes:  min 1,200 (1.17 KiB), max 1,200 (1.17 KiB), mean "
+         "1,200 (1.17 KiB)\n"
+         "aligned:         segments rounded up to 512 bytes: max 1,536 bytes "
+         "(1.50 KiB) per rank, 7,680 bytes (7.50 KiB) in all\n"
+         "split tensors:   2 of 5 held by more than one rank\n"
+         "largest tensor:  P1 4x4, 16 elements, 1,600 bytes (1.56 KiB), on "
+         "ranks 1-2\n");
+  free(s);
+  /* The table: exact counts right-aligned, their units left-aligned after. */
+  s = report(l, DBUF_REPORT_TABLE, &o);
+  ck_assert_str_eq(
+      s,
+      "rank  offset  elements             bytes             aligned  padding  tensors  first     last\n"
+      "   0       0        12   1200 (1.17 KiB)     1536 (1.50 KiB)        0        1  P0 row 0  P0 row 1\n"
+      "   1      12        12   1200 (1.17 KiB)     1536 (1.50 KiB)        0        1  P1 row 0  P1 row 2\n"
+      "   2      24        12   1200 (1.17 KiB)     1536 (1.50 KiB)        2        3  P1 row 3  P2 row 0\n"
+      "   3      36        12   1200 (1.17 KiB)     1536 (1.50 KiB)        0        1  P2 row 1  P2 row 3\n"
+      "   4      48        12   1200 (1.17 KiB)     1536 (1.50 KiB)        6        1  P4 row 0  P4 row 0\n");
+  free(s);
+  /* CSV stays exact: no unit anywhere. */
+  s = report(l, DBUF_REPORT_CSV, &o);
+  ck_assert_ptr_null(strstr(s, "KiB"));
+  free(s);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* A mean that is not whole keeps its decimals; its unit is of the whole
+ * part.  Unpadded seed5 at dp 3 in 64-byte elements: 52 elements, ideal
+ * cuts at 17.33 and 34.67 move to the nearest row boundaries 16 (P1 rows
+ * of 4 from 12) and 36 (P2 rows of 4 from 28): ranks of 16, 20 and 16
+ * elements, 1,024, 1,280 and 1,024 bytes (1.00 KiB, 1.25 KiB), mean 3,328 /
+ * 3 = 1,109.33 (1109/1024 = 1.083 -> "1.08 KiB"). */
+START_TEST(test_byte_units_mean)
+{
+  dbuf_layout_t *l = build(seed5, DBUF_LAYOUT_UNPADDED, 3, 1);
+  dbuf_report_opts_t o;
+  dbuf_report_opts_init(&o);
+  o.elem_size = 64;
+  char *s = report(l, DBUF_REPORT_SUMMARY, &o);
+  ck_assert_ptr_nonnull(strstr(s, "per rank bytes:  min 1,024 (1.00 KiB), max "
+                                  "1,280 (1.25 KiB), mean 1,109.33 (1.08 KiB)\n"));
+  free(s);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 START_TEST(test_seed_csv)
 {
   dbuf_layout_t *l = build(seed5, DBUF_LAYOUT_PADDED, 5, 1);
@@ -819,6 +889,8 @@ report_suite(void)
   tcase_add_test(tc, test_seed_diagram_unpadded);
   tcase_add_test(tc, test_seed_table);
   tcase_add_test(tc, test_seed_csv);
+  tcase_add_test(tc, test_byte_units);
+  tcase_add_test(tc, test_byte_units_mean);
   tcase_add_test(tc, test_csv_quoting);
   tcase_add_test(tc, test_condensed_diagram);
   tcase_add_test(tc, test_svg_seed);

@@ -21,7 +21,11 @@
  *  - csv: one line per piece (see DBUF_REPORT_CSV);
  *  - svg: a picture of the buffer, one band per rank.
  *
- * Byte figures are elements x elem_size.  With align_bytes N > 0, each
+ * Byte figures are elements x elem_size.  In summary and table each is the
+ * exact count, and from 1 KiB up its dbuf_report_bytes() form beside it in
+ * parentheses ("2,007,785,472 (1.87 GiB)"); csv has exact counts only.
+ * Rows of a tensor read "NAME row R" or "NAME rows A-B" (both ends
+ * included).  With align_bytes N > 0, each
  * rank's segment is taken to be allocated as its byte size rounded up to a
  * multiple of N; summary and table report those allocation sizes too.
  */
@@ -134,8 +138,9 @@ DBUF_EXPORT const char *dbuf_report_count(char *buf, size_t len, int64_t v);
 /**
  * \brief A byte count as the reports print it in short: "512 B" below
  * 1 KiB, else two decimals of the largest binary unit reached ("1.50 KiB",
- * "2.30 GiB", up to EiB).  The summary shows the same figure in parentheses
- * ("2,471,755,776 bytes (2.30 GiB)").
+ * "2.30 GiB", up to EiB).  Summary and table show the same figure in
+ * parentheses beside every byte count from 1 KiB up ("2,471,755,776 bytes
+ * (2.30 GiB)").
  *
  * Not collective.
  * \param[out] buf  len bytes; 24 hold any int64_t (truncated as above)

@@ -98,14 +98,21 @@ dbuf_report_bytes(char *buf, size_t len, int64_t v)
 }
 
 const char *
+dbuf__rep_unit(char buf[24], int64_t v)
+{
+  char sh[24];
+  if (v < 1024)
+    buf[0] = '\0';
+  else
+    snprintf(buf, 24, " (%s)", dbuf_report_bytes(sh, sizeof sh, v));
+  return buf;
+}
+
+const char *
 dbuf__rep_bytes(char buf[64], int64_t v)
 {
-  char g[32], sh[24];
-  if (v < 1024)
-    snprintf(buf, 64, "%s bytes", dbuf__rep_group(g, v));
-  else
-    snprintf(buf, 64, "%s bytes (%s)", dbuf__rep_group(g, v),
-             dbuf_report_bytes(sh, sizeof sh, v));
+  char g[32], u[24];
+  snprintf(buf, 64, "%s bytes%s", dbuf__rep_group(g, v), dbuf__rep_unit(u, v));
   return buf;
 }
 

@@ -35,8 +35,15 @@ int dbuf__rep_digits(int64_t v);
 /* dbuf_report_count() into a buffer of 32 bytes. */
 const char *dbuf__rep_group(char buf[32], int64_t v);
 
-/* Bytes for people: "120 bytes", "16,060,522,496 bytes (14.96 GiB)" (the
- * part in parentheses is dbuf_report_bytes()); 64 bytes. */
+/*
+ * The one rule for byte counts in the text reports: the exact count, then,
+ * from 1 KiB up, its binary-unit form in parentheses (dbuf_report_bytes()).
+ * dbuf__rep_unit gives that part alone: "" below 1 KiB, else " (14.96 GiB)"
+ * with its leading space; 24 bytes.
+ */
+const char *dbuf__rep_unit(char buf[24], int64_t v);
+
+/* "120 bytes", "16,060,522,496 bytes (14.96 GiB)"; 64 bytes. */
 const char *dbuf__rep_bytes(char buf[64], int64_t v);
 
 /* Short bytes for axes: "0", "512 B", "1.5 KiB", "14.96 GiB"; 24 bytes. */

@@ -28,28 +28,37 @@ seg_bytes(const dbuf__rep_t *rep, int r, int aligned, int64_t *out)
   return 0;
 }
 
-/* "NAME row R" */
+/* The one notation for rows of a tensor in the text reports: "NAME row R"
+ * for one row, "NAME rows A-B" (both ends included) for several.  Element
+ * ranges, by contrast, are half-open: "[start, end)". */
 static const char *
-row_label(char *buf, const dbuf_tensors_t *t, int64_t id, int64_t row)
+rows_label(char *buf, const dbuf_tensors_t *t, int64_t id, int64_t first,
+           int64_t nrows)
 {
-  snprintf(buf, LABEL_LEN, "%s row %lld", dbuf_tensors_name(t, id),
-           (long long)row);
+  const char *name = dbuf_tensors_name(t, id);
+  if (nrows == 1)
+    snprintf(buf, LABEL_LEN, "%s row %lld", name, (long long)first);
+  else
+    snprintf(buf, LABEL_LEN, "%s rows %lld-%lld", name, (long long)first,
+             (long long)(first + nrows - 1));
   return buf;
 }
 
-/* "NAME" for a whole tensor, else "NAME row R" or "NAME rows A-B". */
+static const char *
+row_label(char *buf, const dbuf_tensors_t *t, int64_t id, int64_t row)
+{
+  return rows_label(buf, t, id, row, 1);
+}
+
+/* "NAME" for a whole tensor, else its rows. */
 static const char *
 piece_label(char *buf, const dbuf_tensors_t *t, const dbuf_piece_t *p)
 {
-  const char *name = dbuf_tensors_name(t, p->tensor);
-  if (p->elem_begin == 0 && p->nelems == dbuf_tensors_numel(t, p->tensor))
-    snprintf(buf, LABEL_LEN, "%s", name);
-  else if (p->nrows == 1)
-    snprintf(buf, LABEL_LEN, "%s row %lld", name, (long long)p->first_row);
-  else
-    snprintf(buf, LABEL_LEN, "%s rows %lld-%lld", name, (long long)p->first_row,
-             (long long)(p->first_row + p->nrows - 1));
-  return buf;
+  if (p->elem_begin == 0 && p->nelems == dbuf_tensors_numel(t, p->tensor)) {
+    snprintf(buf, LABEL_LEN, "%s", dbuf_tensors_name(t, p->tensor));
+    return buf;
+  }
+  return rows_label(buf, t, p->tensor, p->first_row, p->nrows);
 }
 
 static void
@@ -125,7 +134,7 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   int64_t es = rep->o.elem_size, size = dbuf_layout_size(l);
   int64_t n = dbuf_layout_ntensors(l);
   dbuf_layout_kind_t kind = dbuf_layout_kind(l);
-  char g1[32], g2[32], g3[32], by[64];
+  char g1[32], g2[32], g3[32], by[64], by2[64], u[24];
   int rc;
 
   key(b, "layout:");
@@ -173,10 +182,12 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
     dbuf__sb_printf(b, "; %d empty", st->empty_segments);
   dbuf__sb_puts(b, "\n");
   key(b, "per rank bytes:");
-  dbuf__sb_printf(b, "min %s, max %s, mean ",
-                  dbuf__rep_group(g1, st->min_segment * es),
-                  dbuf__rep_group(g2, st->max_segment * es));
+  dbuf__sb_printf(b, "min %s%s, ", dbuf__rep_group(g1, st->min_segment * es),
+                  dbuf__rep_unit(u, st->min_segment * es));
+  dbuf__sb_printf(b, "max %s%s, mean ", dbuf__rep_group(g1, st->max_segment * es),
+                  dbuf__rep_unit(u, st->max_segment * es));
   mean(b, size * es, rep->nranks);
+  dbuf__sb_puts(b, dbuf__rep_unit(u, size * es / rep->nranks));
 
   if (rep->o.align_bytes > 0) {
     int64_t max = 0, sum = 0, a;
@@ -190,15 +201,15 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
         max = a;
     }
     dbuf__sb_puts(b, "\n");
-  key(b, "aligned:");
-    dbuf__sb_printf(b, "segments rounded up to %s bytes: max %s bytes per rank, %s",
-                    dbuf__rep_group(g1, rep->o.align_bytes),
-                    dbuf__rep_group(g2, max), dbuf__rep_bytes(by, sum));
-    dbuf__sb_printf(b, " in all");
+    key(b, "aligned:");
+    dbuf__sb_printf(b, "segments rounded up to %s: ",
+                    dbuf__rep_bytes(by, rep->o.align_bytes));
+    dbuf__sb_printf(b, "max %s per rank, %s in all", dbuf__rep_bytes(by, max),
+                    dbuf__rep_bytes(by2, sum));
   }
   if (dbuf_layout_chunk_size(l) == 0) { /* equal segments have no imbalance */
     dbuf__sb_puts(b, "\n");
-  key(b, "load balance:");
+    key(b, "load balance:");
     if (size > 0)
       dbuf__sb_printf(b, "max/mean %.4f (rank %d)",
                       (double)st->max_segment * rep->nranks / (double)size,
@@ -220,7 +231,7 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
     return 0;
   }
   int64_t id = st->largest_tensor, np;
-  char shape[64 + 24 * DBUF_MAX_DIMS];
+  char shape[DBUF__SHAPE_STR_LEN];
   dbuf_tensors_shape_str(t, id, shape, sizeof shape);
   dbuf__sb_printf(b, "%s %s, %s elements, %s", dbuf_tensors_name(t, id), shape,
                   dbuf__rep_group(g1, dbuf_tensors_numel(t, id)),
@@ -275,12 +286,35 @@ imax(int a, int b)
   return a > b ? a : b;
 }
 
+/* Widths of the byte columns: exact count, then the unit part. */
+typedef struct {
+  int exact, unit;
+} bytes_w_t;
+
+static void
+bytes_w_fit(bytes_w_t *w, int64_t v)
+{
+  char u[24];
+  w->exact = imax(w->exact, dbuf__rep_digits(v));
+  w->unit = imax(w->unit, (int)strlen(dbuf__rep_unit(u, v)));
+}
+
+/* One byte cell: the exact count right-aligned, its unit part left-aligned. */
+static void
+bytes_cell(dbuf__sb_t *b, const bytes_w_t *w, int64_t v)
+{
+  char u[24];
+  dbuf__sb_printf(b, "  %*lld%-*s", w->exact, (long long)v, w->unit,
+                  dbuf__rep_unit(u, v));
+}
+
 int
 dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
 {
   int aligned = rep->o.align_bytes > 0;
-  int64_t max_aligned = 0, max_pieces = 0;
+  int64_t max_pieces = 0, es = rep->o.elem_size;
   int w_first = 5, rc;
+  bytes_w_t w_by = {5, 0}, w_al = {7, 0};
   char *first = malloc(2 * LABEL_LEN), *last = first ? first + LABEL_LEN : NULL;
 
   if (first == NULL)
@@ -296,8 +330,9 @@ dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
                       r, (long long)rep->o.align_bytes);
       goto fail;
     }
-    if (aligned && a > max_aligned)
-      max_aligned = a;
+    bytes_w_fit(&w_by, (rep->range[r + 1] - rep->range[r]) * es);
+    if (aligned)
+      bytes_w_fit(&w_al, a);
     if (rep->np > max_pieces)
       max_pieces = rep->np;
     first_last(rep, first, last);
@@ -307,15 +342,13 @@ dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   int w_rank = imax(4, dbuf__rep_digits(rep->nranks - 1));
   int w_off = imax(6, dbuf__rep_digits(dbuf_layout_size(rep->l)));
   int w_el = imax(8, dbuf__rep_digits(maxseg));
-  int w_by = imax(5, dbuf__rep_digits(maxseg * rep->o.elem_size));
-  int w_al = imax(7, dbuf__rep_digits(max_aligned));
   int w_pad = imax(7, dbuf__rep_digits(maxseg));
   int w_np = imax(7, dbuf__rep_digits(max_pieces));
 
   dbuf__sb_printf(b, "%*s  %*s  %*s  %*s", w_rank, "rank", w_off, "offset",
-                  w_el, "elements", w_by, "bytes");
+                  w_el, "elements", w_by.exact + w_by.unit, "bytes");
   if (aligned)
-    dbuf__sb_printf(b, "  %*s", w_al, "aligned");
+    dbuf__sb_printf(b, "  %*s", w_al.exact + w_al.unit, "aligned");
   dbuf__sb_printf(b, "  %*s  %*s  %-*s  last\n", w_pad, "padding", w_np,
                   "tensors", w_first, "first");
   /* Pass 2: the rows. */
@@ -323,14 +356,14 @@ dbuf__report_table(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
     int64_t seg = rep->range[r + 1] - rep->range[r], a = 0;
     if ((rc = dbuf__rep_pieces(rep, r)) != 0)
       goto fail;
-    if (aligned)
-      seg_bytes(rep, r, 1, &a);
     first_last(rep, first, last);
-    dbuf__sb_printf(b, "%*d  %*lld  %*lld  %*lld", w_rank, r, w_off,
-                    (long long)rep->range[r], w_el, (long long)seg, w_by,
-                    (long long)(seg * rep->o.elem_size));
-    if (aligned)
-      dbuf__sb_printf(b, "  %*lld", w_al, (long long)a);
+    dbuf__sb_printf(b, "%*d  %*lld  %*lld", w_rank, r, w_off,
+                    (long long)rep->range[r], w_el, (long long)seg);
+    bytes_cell(b, &w_by, seg * es);
+    if (aligned) {
+      seg_bytes(rep, r, 1, &a);
+      bytes_cell(b, &w_al, a);
+    }
     dbuf__sb_printf(b, "  %*lld  %*lld  %-*s  %s\n", w_pad,
                     (long long)rank_padding(rep, r), w_np, (long long)rep->np,
                     w_first, first, last);

@@ -28,7 +28,7 @@ run plan --shapes "$T/seed" --dp 5 --dtype fp32 --align-bytes 4096
 expect_code 0 "summary fp32 aligned"
 expect_out_has "tensors:         5 ($T/seed), dtype fp32, 4 bytes per element" "dtype line"
 expect_out_has "logical size:    52 elements, 208 bytes" "fp32 logical bytes"
-expect_out_has "aligned:         segments rounded up to 4,096 bytes: max 4,096 bytes per rank, 20,480 bytes (20.00 KiB) in all" "aligned line"
+expect_out_has "aligned:         segments rounded up to 4,096 bytes (4.00 KiB): max 4,096 bytes (4.00 KiB) per rank, 20,480 bytes (20.00 KiB) in all" "aligned line"
 run plan --shapes "$T/seed" --dp 2 --layout tensor
 expect_out_has "load balance:    max/mean 1.0769 (rank 0)" "tensor load balance"
 run plan --shapes "$T/seed" --dp 2 --layout unpadded --dtype fp8
