@@ -70,6 +70,90 @@ dbuf_report_check(dbuf_report_format_t format, int nranks, dbuf_diag_t *diag)
   return 0;
 }
 
+/* rep->o from opts (NULL: the defaults), checked. */
+static int
+rep_opts(dbuf__rep_t *rep, const dbuf_report_opts_t *opts,
+         dbuf_report_format_t format, int nranks, dbuf_diag_t *diag)
+{
+  int rc;
+  if (opts != NULL)
+    rep->o = *opts;
+  else
+    dbuf_report_opts_init(&rep->o);
+  if (rep->o.dtype == NULL)
+    rep->o.dtype = "";
+  if (rep->o.elem_size < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "element size %lld is not positive",
+                      (long long)rep->o.elem_size);
+  if (rep->o.align_bytes < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "alignment %lld is negative",
+                      (long long)rep->o.align_bytes);
+  if (rep->o.diagram_max_elems < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "diagram limit %lld is negative",
+                      (long long)rep->o.diagram_max_elems);
+  if ((rc = dbuf_report_check(format, nranks, diag)) != 0)
+    return rc;
+  if (rep->o.svg_width < 400 || rep->o.svg_width > 20000)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "svg width %d is outside [400, 20000] pixels",
+                      rep->o.svg_width);
+  return 0;
+}
+
+/* The layout's side of rep, with the bounds every writer relies on. */
+static int
+rep_layout(dbuf__rep_t *rep, const dbuf_layout_t *l, dbuf_diag_t *diag)
+{
+  int64_t bytes;
+  int rc;
+  rep->l = l;
+  rep->t = dbuf_layout_tensors(l);
+  rep->nranks = dbuf_layout_nranks(l);
+  rep->range = dbuf_layout_range(l);
+  /* A layout read from a file may fail validation and still be reported
+   * (verify prints its table): every per-rank figure is bounded by size only
+   * when the ranges are ordered inside [0, size]. */
+  for (int r = 0; r < rep->nranks; r++) {
+    if (rep->range[r] < 0 || rep->range[r] > rep->range[r + 1] ||
+        rep->range[r + 1] > dbuf_layout_size(l))
+      return dbuf__diag(diag, DBUF_ELAYOUT,
+                        "rank %d: segment [%lld, %lld) is not ordered inside "
+                        "the buffer [0, %lld)",
+                        r, (long long)rep->range[r],
+                        (long long)rep->range[r + 1],
+                        (long long)dbuf_layout_size(l));
+  }
+  if ((rc = dbuf_layout_stats(l, &rep->st)) != 0)
+    return dbuf__diag(diag, rc, "layout statistics: %s", dbuf_strerror(rc));
+  /* Every byte figure is at most size x elem_size (aligned sums are checked
+   * where they are formed). */
+  if (dbuf__mul(dbuf_layout_size(l), rep->o.elem_size, &bytes) != 0)
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "%lld elements of %lld bytes overflow 64 bits",
+                      (long long)dbuf_layout_size(l),
+                      (long long)rep->o.elem_size);
+  /* The tensors may hold more than the buffer in a layout that fails
+   * validation: their byte figure is checked on its own. */
+  if (dbuf__mul(rep->st.logical, rep->o.elem_size, &bytes) != 0)
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "the tensors' %lld elements of %lld bytes overflow 64 bits",
+                      (long long)rep->st.logical, (long long)rep->o.elem_size);
+  rep->data_end = dbuf_layout_size(l) - rep->st.tail_elems;
+  return 0;
+}
+
+/* The writer of each format, by dbuf_report_format_t. */
+static int (*const writers[])(dbuf__rep_t *, dbuf__sb_t *, dbuf_diag_t *) = {
+    NULL,
+    dbuf__report_summary,
+    dbuf__report_table,
+    dbuf__report_diagram,
+    dbuf__report_csv,
+    dbuf__report_svg,
+};
+_Static_assert(sizeof writers / sizeof writers[0] == DBUF_REPORT_SVG + 1,
+               "one writer per format");
+
 int
 dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
                   const dbuf_report_opts_t *opts, char **text, size_t *len,
@@ -77,85 +161,16 @@ dbuf_report_write(const dbuf_layout_t *l, dbuf_report_format_t format,
 {
   dbuf__rep_t rep;
   dbuf__sb_t b = DBUF__SB_INIT;
-  int64_t bytes;
   int rc;
 
   if (l == NULL || text == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   memset(&rep, 0, sizeof rep);
-  if (opts != NULL)
-    rep.o = *opts;
-  else
-    dbuf_report_opts_init(&rep.o);
-  if (rep.o.dtype == NULL)
-    rep.o.dtype = "";
-  if (rep.o.elem_size < 1)
-    return dbuf__diag(diag, DBUF_EINVAL, "element size %lld is not positive",
-                      (long long)rep.o.elem_size);
-  if (rep.o.align_bytes < 0)
-    return dbuf__diag(diag, DBUF_EINVAL, "alignment %lld is negative",
-                      (long long)rep.o.align_bytes);
-  if (rep.o.diagram_max_elems < 0)
-    return dbuf__diag(diag, DBUF_EINVAL, "diagram limit %lld is negative",
-                      (long long)rep.o.diagram_max_elems);
-  if ((rc = dbuf_report_check(format, dbuf_layout_nranks(l), diag)) != 0)
+  if ((rc = rep_opts(&rep, opts, format, dbuf_layout_nranks(l), diag)) != 0 ||
+      (rc = rep_layout(&rep, l, diag)) != 0)
     return rc;
-  if (rep.o.svg_width < 400 || rep.o.svg_width > 20000)
-    return dbuf__diag(diag, DBUF_EINVAL,
-                      "svg width %d is outside [400, 20000] pixels",
-                      rep.o.svg_width);
-  rep.l = l;
-  rep.t = dbuf_layout_tensors(l);
-  rep.nranks = dbuf_layout_nranks(l);
-  rep.range = dbuf_layout_range(l);
-  /* A layout read from a file may fail validation and still be reported
-   * (verify prints its table): every per-rank figure is bounded by size only
-   * when the ranges are ordered inside [0, size]. */
-  for (int r = 0; r < rep.nranks; r++) {
-    if (rep.range[r] < 0 || rep.range[r] > rep.range[r + 1] ||
-        rep.range[r + 1] > dbuf_layout_size(l))
-      return dbuf__diag(diag, DBUF_ELAYOUT,
-                        "rank %d: segment [%lld, %lld) is not ordered inside "
-                        "the buffer [0, %lld)",
-                        r, (long long)rep.range[r], (long long)rep.range[r + 1],
-                        (long long)dbuf_layout_size(l));
-  }
-  if ((rc = dbuf_layout_stats(l, &rep.st)) != 0)
-    return dbuf__diag(diag, rc, "layout statistics: %s", dbuf_strerror(rc));
-  /* Every byte figure is at most size x elem_size (aligned sums are checked
-   * where they are formed). */
-  if (dbuf__mul(dbuf_layout_size(l), rep.o.elem_size, &bytes) != 0)
-    return dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "%lld elements of %lld bytes overflow 64 bits",
-                      (long long)dbuf_layout_size(l),
-                      (long long)rep.o.elem_size);
-  /* The tensors may hold more than the buffer in a layout that fails
-   * validation: their byte figure is checked on its own. */
-  if (dbuf__mul(rep.st.logical, rep.o.elem_size, &bytes) != 0)
-    return dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "the tensors' %lld elements of %lld bytes overflow 64 bits",
-                      (long long)rep.st.logical, (long long)rep.o.elem_size);
-  rep.data_end = dbuf_layout_size(l) - rep.st.tail_elems;
-
-  switch (format) {
-  case DBUF_REPORT_SUMMARY:
-    rc = dbuf__report_summary(&rep, &b, diag);
-    break;
-  case DBUF_REPORT_TABLE:
-    rc = dbuf__report_table(&rep, &b, diag);
-    break;
-  case DBUF_REPORT_DIAGRAM:
-    rc = dbuf__report_diagram(&rep, &b, diag);
-    break;
-  case DBUF_REPORT_CSV:
-    rc = dbuf__report_csv(&rep, &b, diag);
-    break;
-  case DBUF_REPORT_SVG:
-    rc = dbuf__report_svg(&rep, &b, diag);
-    break;
-  default:
-    rc = dbuf__diag(diag, DBUF_EINVAL, "unknown report format %d", (int)format);
-  }
+  /* dbuf_report_check() admitted format: a writer exists. */
+  rc = writers[format](&rep, &b, diag);
   free(rep.pc);
   if (rc != 0) {
     dbuf__sb_free(&b);

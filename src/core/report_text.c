@@ -125,20 +125,17 @@ ns_balance(const dbuf__rep_t *rep, dbuf__sb_t *b)
   return 0;
 }
 
-int
-dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
+/* Summary lines: layout, tensors, logical and buffer size, padding. */
+static void
+summary_sizes(const dbuf__rep_t *rep, dbuf__sb_t *b)
 {
   const dbuf_layout_t *l = rep->l;
-  const dbuf_tensors_t *t = rep->t;
   const dbuf_layout_stats_t *st = &rep->st;
   int64_t es = rep->o.elem_size, size = dbuf_layout_size(l);
-  int64_t n = dbuf_layout_ntensors(l);
-  dbuf_layout_kind_t kind = dbuf_layout_kind(l);
-  char g1[32], g2[32], g3[32], by[64], by2[64], u[24];
-  int rc;
+  char g1[32], g2[32], g3[32], by[64];
 
   key(b, "layout:");
-  dbuf__sb_printf(b, "%s (%s), dp %d", dbuf_layout_kind_name(kind),
+  dbuf__sb_printf(b, "%s (%s), dp %d", dbuf_layout_kind_name(dbuf_layout_kind(l)),
                   atomicity(l), rep->nranks);
   if (dbuf_layout_block_size(l) > 1)
     dbuf__sb_printf(b, ", block %lld rows",
@@ -148,7 +145,7 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
                     dbuf__rep_group(g1, dbuf_layout_chunk_size(l)));
   dbuf__sb_puts(b, "\n");
   key(b, "tensors:");
-  dbuf__sb_printf(b, "%s", dbuf__rep_group(g1, n));
+  dbuf__sb_printf(b, "%s", dbuf__rep_group(g1, dbuf_layout_ntensors(l)));
   if (rep->o.source != NULL && rep->o.source[0] != '\0')
     dbuf__sb_printf(b, " (%s)", rep->o.source);
   dbuf__sb_printf(b, ", dtype %s, %lld byte%s per element", rep->o.dtype,
@@ -170,21 +167,33 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
                   size > 0 ? 100.0 * (double)st->padding / (double)size : 0.0,
                   dbuf__rep_group(g2, st->gap_elems),
                   dbuf__rep_group(g3, st->tail_elems));
+}
+
+/* Summary lines: per rank in elements and bytes, aligned sizes, balance. */
+static int
+summary_ranks(const dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
+{
+  const dbuf_layout_t *l = rep->l;
+  const dbuf_layout_stats_t *st = &rep->st;
+  int64_t es = rep->o.elem_size, size = dbuf_layout_size(l);
+  char g[32], by[64], by2[64], u[24];
+  int rc;
 
   dbuf__sb_puts(b, "\n");
   key(b, "per rank:");
-  dbuf__sb_printf(b, "min %s (rank %d), max %s (rank %d), mean ",
-                  dbuf__rep_group(g1, st->min_segment), st->min_rank,
-                  dbuf__rep_group(g2, st->max_segment), st->max_rank);
+  dbuf__sb_printf(b, "min %s (rank %d), ", dbuf__rep_group(g, st->min_segment),
+                  st->min_rank);
+  dbuf__sb_printf(b, "max %s (rank %d), mean ",
+                  dbuf__rep_group(g, st->max_segment), st->max_rank);
   mean(b, size, rep->nranks);
   dbuf__sb_printf(b, " elements");
   if (st->empty_segments > 0)
     dbuf__sb_printf(b, "; %d empty", st->empty_segments);
   dbuf__sb_puts(b, "\n");
   key(b, "per rank bytes:");
-  dbuf__sb_printf(b, "min %s%s, ", dbuf__rep_group(g1, st->min_segment * es),
+  dbuf__sb_printf(b, "min %s%s, ", dbuf__rep_group(g, st->min_segment * es),
                   dbuf__rep_unit(u, st->min_segment * es));
-  dbuf__sb_printf(b, "max %s%s, mean ", dbuf__rep_group(g1, st->max_segment * es),
+  dbuf__sb_printf(b, "max %s%s, mean ", dbuf__rep_group(g, st->max_segment * es),
                   dbuf__rep_unit(u, st->max_segment * es));
   mean(b, size * es, rep->nranks);
   dbuf__sb_puts(b, dbuf__rep_unit(u, size * es / rep->nranks));
@@ -219,30 +228,34 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   }
   if (dbuf_layout_owners(l) != NULL && (rc = ns_balance(rep, b)) != 0)
     return dbuf__diag(diag, rc, "out of memory for %d ranks", rep->nranks);
-  dbuf__sb_puts(b, "\n");
-  key(b, "split tensors:");
-  dbuf__sb_printf(b, "%s of %s held by more than one rank",
-                  dbuf__rep_group(g1, st->split_tensors),
-                  dbuf__rep_group(g2, n));
-  dbuf__sb_puts(b, "\n");
+  return 0;
+}
+
+/* Summary line: the largest tensor, its shape, size and ranks. */
+static int
+summary_largest(const dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
+{
+  const dbuf_tensors_t *t = rep->t;
+  int64_t id = rep->st.largest_tensor, np;
+  char g[32], by[64], shape[DBUF__SHAPE_STR_LEN];
+  int rc;
+
   key(b, "largest tensor:");
-  if (st->largest_tensor < 0) {
+  if (id < 0) {
     dbuf__sb_printf(b, "none\n");
     return 0;
   }
-  int64_t id = st->largest_tensor, np;
-  char shape[DBUF__SHAPE_STR_LEN];
   dbuf_tensors_shape_str(t, id, shape, sizeof shape);
   dbuf__sb_printf(b, "%s %s, %s elements, %s", dbuf_tensors_name(t, id), shape,
-                  dbuf__rep_group(g1, dbuf_tensors_numel(t, id)),
-                  dbuf__rep_bytes(by, dbuf_tensors_numel(t, id) * es));
-  if ((rc = dbuf_layout_tensor_pieces(l, id, NULL, 0, &np)) != 0)
+                  dbuf__rep_group(g, dbuf_tensors_numel(t, id)),
+                  dbuf__rep_bytes(by, dbuf_tensors_numel(t, id) * rep->o.elem_size));
+  if ((rc = dbuf_layout_tensor_pieces(rep->l, id, NULL, 0, &np)) != 0)
     return dbuf__diag(diag, rc, "tensor pieces: %s", dbuf_strerror(rc));
   if (np > 0) {
     dbuf_piece_t *pc = dbuf__mallocn(np, sizeof *pc);
     if (pc == NULL)
       return dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
-    dbuf_layout_tensor_pieces(l, id, pc, np, &np);
+    dbuf_layout_tensor_pieces(rep->l, id, pc, np, &np);
     if (np == 1)
       dbuf__sb_printf(b, ", on rank %d", pc[0].rank);
     else
@@ -251,6 +264,24 @@ dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   }
   dbuf__sb_printf(b, "\n");
   return 0;
+}
+
+int
+dbuf__report_summary(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
+{
+  char g1[32], g2[32];
+  int rc;
+
+  summary_sizes(rep, b);
+  if ((rc = summary_ranks(rep, b, diag)) != 0)
+    return rc;
+  dbuf__sb_puts(b, "\n");
+  key(b, "split tensors:");
+  dbuf__sb_printf(b, "%s of %s held by more than one rank",
+                  dbuf__rep_group(g1, rep->st.split_tensors),
+                  dbuf__rep_group(g2, dbuf_layout_ntensors(rep->l)));
+  dbuf__sb_puts(b, "\n");
+  return summary_largest(rep, b, diag);
 }
 
 /* ------------------------------------------------------------------ */
