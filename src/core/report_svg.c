@@ -68,6 +68,8 @@ typedef struct {
   int64_t last_layer;
   int64_t last_tick;
   int64_t pieces;
+  int64_t lab_tensor; /* tensor whose label waits, or -1 */
+  int64_t lab_x0, lab_x1;
 } band_t;
 
 /* ------------------------------------------------------------------ */
@@ -252,15 +254,20 @@ doc_head(doc_t *d, int height)
 /* ------------------------------------------------------------------ */
 /* Bands                                                                */
 
-/* The name of a piece where it fits in [x0, x1), else "L12" on the first
- * piece of at least 16 px of another layer (small tensors that fill
- * padding gaps do not count); never overlapping, never past the plot. */
+/* The name of the waiting tensor where it fits in [x0, x1), else "L12" on
+ * the first tensor of at least 16 px of another layer (small tensors that
+ * fill padding gaps do not count); never overlapping, never past the plot. */
 static void
-band_label(doc_t *d, band_t *bs, const char *name, int64_t x0, int64_t x1)
+band_label_flush(doc_t *d, band_t *bs)
 {
   char text[512];
+  int64_t x0 = bs->lab_x0, x1 = bs->lab_x1;
   int64_t lx = x0 > bs->next_free ? x0 : bs->next_free;
-  if (d->pitch < 14 || lx >= x1)
+  if (bs->lab_tensor < 0)
+    return;
+  const char *name = dbuf_tensors_name(d->rep->t, bs->lab_tensor);
+  bs->lab_tensor = -1;
+  if (lx >= x1)
     return;
   int64_t layer = dbuf__svg_layer_of(name);
   int fits = dbuf__svg_fit_label(name, x1 - lx, text, sizeof text);
@@ -278,6 +285,23 @@ band_label(doc_t *d, band_t *bs, const char *name, int64_t x0, int64_t x1)
   bs->next_free = lx + tw + 2;
   if (layer >= 0)
     bs->last_layer = layer;
+}
+
+/* A piece at [x0, x1): one label for the pieces of a tensor that follow
+ * each other across the ranks of a band. */
+static void
+band_label(doc_t *d, band_t *bs, int64_t tensor, int64_t x0, int64_t x1)
+{
+  if (d->pitch < 14)
+    return;
+  if (tensor == bs->lab_tensor && x0 <= bs->lab_x1 + 1) {
+    bs->lab_x1 = x1;
+    return;
+  }
+  band_label_flush(d, bs);
+  bs->lab_tensor = tensor;
+  bs->lab_x0 = x0;
+  bs->lab_x1 = x1;
 }
 
 /* Black bars where the band's first or last piece is a part of a tensor. */
@@ -327,7 +351,7 @@ band_rank(doc_t *d, band_t *bs, int r)
     if (r == bs->b1 - 1 && ge == e &&
         p->elem_begin + p->nelems < dbuf_tensors_numel(t, p->tensor))
       band_cut(d, x1, 0);
-    band_label(d, bs, dbuf_tensors_name(t, p->tensor), x0, x1);
+    band_label(d, bs, p->tensor, x0, x1);
   }
   if (cursor < e)
     dbuf__svg_paint_span(&d->pt, cursor - base, e - base, DBUF__SVG_PAD);
@@ -368,7 +392,7 @@ doc_bands(doc_t *d, dbuf_diag_t *diag)
   d->shade = d->tones; /* the first tensor gets the first tone */
   d->prev = -1;
   for (int k = 0; k < d->nbands && !d->b->failed; k++) {
-    band_t bs = {0, 0, 0, -1, 0, 0};
+    band_t bs = {0, 0, 0, -1, 0, 0, -1, 0, 0};
     int y = TOP + k * d->pitch;
     band_ranks(d, k, &bs.b0, &bs.b1);
     dbuf__svg_band_begin(&d->pt, y, d->bh);
@@ -378,6 +402,7 @@ doc_bands(doc_t *d, dbuf_diag_t *diag)
         return dbuf__diag(diag, rc, "svg: rank %d: %s", r, dbuf_strerror(rc));
     }
     dbuf__svg_band_end(&d->pt);
+    band_label_flush(d, &bs);
     band_frame(d, &bs, k, y);
   }
   return 0;
