@@ -189,15 +189,11 @@ doc_color_words(const doc_t *d)
   }
 }
 
+/* The root element, the hatch pattern of padding, a white background. */
 static void
-doc_head(doc_t *d, int height)
+doc_open(doc_t *d, int height)
 {
-  dbuf__rep_t *rep = d->rep;
-  const dbuf_layout_t *l = rep->l;
   dbuf__sb_t *b = d->b;
-  int64_t size = dbuf_layout_size(l);
-  char g1[32], g2[32], g3[32], sb[24], words[256];
-
   dbuf__sb_printf(b,
                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
                   "height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -210,6 +206,17 @@ doc_head(doc_t *d, int height)
                    "height=\"5\" fill=\"#707070\"/></pattern></defs>\n");
   dbuf__sb_printf(b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", d->width,
                   height);
+}
+
+/* Title (layout, ranks, source), figures, what a band is, colors. */
+static void
+doc_title(doc_t *d)
+{
+  dbuf__rep_t *rep = d->rep;
+  const dbuf_layout_t *l = rep->l;
+  dbuf__sb_t *b = d->b;
+  int64_t size = dbuf_layout_size(l);
+  char g1[32], g2[32], g3[32], sb[24], words[256];
 
   dbuf__sb_printf(b, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
   dbuf__sb_printf(b, "%s layout, dp %d", dbuf_layout_kind_name(dbuf_layout_kind(l)),
@@ -243,11 +250,17 @@ doc_head(doc_t *d, int height)
   dbuf__sb_printf(b, "<text x=\"%d\" y=\"72\" font-size=\"11\" fill=\"#333333\">colors: %s"
                      "</text>\n",
                   LEFT, doc_color_words(d));
+}
 
+/* The byte axis above the bands. */
+static void
+doc_axis(doc_t *d)
+{
+  dbuf__sb_t *b = d->b;
   dbuf__sb_printf(b, "<g font-size=\"10\" fill=\"#333333\">\n");
   dbuf__sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", LEFT - 8,
                   TOP - 14, d->group == 1 ? "rank" : "ranks");
-  dbuf__svg_axis(b, LEFT, d->pw, TOP - 14, d->maxspan * rep->o.elem_size);
+  dbuf__svg_axis(b, LEFT, d->pw, TOP - 14, d->maxspan * d->rep->o.elem_size);
   dbuf__sb_puts(b, "</g>\n");
 }
 
@@ -586,7 +599,9 @@ dbuf__report_svg(dbuf__rep_t *rep, dbuf__sb_t *b, dbuf_diag_t *diag)
   if ((rc = dbuf__svg_classes_build(rep->t, d.mode, &d.cls)) != 0)
     return dbuf__diag(diag, rc, "svg: out of memory");
   int legend_top = TOP + d.nbands * d.pitch + 28;
-  doc_head(&d, legend_top + legend_rows(&d) * LEGEND_ROW + 12);
+  doc_open(&d, legend_top + legend_rows(&d) * LEGEND_ROW + 12);
+  doc_title(&d);
+  doc_axis(&d);
   if ((rc = doc_bands(&d, diag)) == 0) {
     doc_paths(&d);
     doc_legend(&d, legend_top);

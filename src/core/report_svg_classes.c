@@ -232,6 +232,24 @@ classes_rank(dbuf__svg_classes_t *c, const signed char *role)
   return 0;
 }
 
+/* The arrays of c for n tensors (at most n classes) whose names take
+ * chars bytes with their NULs.  Returns 0 or DBUF_ENOMEM. */
+static int
+classes_alloc(dbuf__svg_classes_t *c, int64_t n, int64_t chars)
+{
+  c->keys = dbuf__mallocn(chars + ROLE_ROOM, 1); /* see class_key */
+  c->key_off = dbuf__mallocn(n, sizeof *c->key_off);
+  c->weight = dbuf__calloc(n, sizeof *c->weight);
+  c->first = dbuf__mallocn(n, sizeof *c->first);
+  c->order = dbuf__mallocn(n, sizeof *c->order);
+  c->class_color = dbuf__mallocn(n, 1);
+  c->color = dbuf__mallocn(n, 1);
+  return c->keys == NULL || c->key_off == NULL || c->weight == NULL || c->first == NULL ||
+                 c->order == NULL || c->class_color == NULL || c->color == NULL
+             ? DBUF_ENOMEM
+             : 0;
+}
+
 int
 dbuf__svg_classes_build(const dbuf_tensors_t *t, int mode, dbuf__svg_classes_t *c)
 {
@@ -242,18 +260,10 @@ dbuf__svg_classes_build(const dbuf_tensors_t *t, int mode, dbuf__svg_classes_t *
   memset(c, 0, sizeof *c);
   for (int64_t i = 0; i < n; i++)
     chars += (int64_t)strlen(dbuf_tensors_name(t, i)) + 1;
-  c->keys = dbuf__mallocn(chars + ROLE_ROOM, 1); /* see class_key */
-  c->key_off = dbuf__mallocn(n, sizeof *c->key_off);
-  c->weight = dbuf__calloc(n, sizeof *c->weight);
-  c->first = dbuf__mallocn(n, sizeof *c->first);
-  c->order = dbuf__mallocn(n, sizeof *c->order);
-  c->class_color = dbuf__mallocn(n, 1);
-  c->color = dbuf__mallocn(n, 1);
   int64_t *cls = dbuf__mallocn(n, sizeof *cls);
   signed char *role = dbuf__mallocn(n, 1);
-  if (c->keys == NULL || c->key_off == NULL || c->weight == NULL || c->first == NULL ||
-      c->order == NULL || c->class_color == NULL || c->color == NULL || cls == NULL ||
-      role == NULL || class_map_init(&map, n) != 0)
+  if (classes_alloc(c, n, chars) != 0 || cls == NULL || role == NULL ||
+      class_map_init(&map, n) != 0)
     goto out;
 
   int64_t used = 0;
