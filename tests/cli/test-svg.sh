@@ -201,6 +201,12 @@ grep -q " routed experts$" "$T/mg.roles" && grep -q " shared experts$" "$T/mg.ro
 printf 'a 3x5\nb 7\nc 2x9\n' >"$T/small"
 run plan --shapes "$T/small" --dp 3 --format svg
 expect_out_has "padding: 190 bytes, 70.37% of the buffer" "padding total: 95 elements of 2 bytes"
+# To scale, 1092 px for 45 elements (x0 = 92, bands at y 104, 134, 164):
+# rank 0's gap [18, 20) covers px 436.8 to 485.3 and its tail [42, 45)
+# px 1019.2 to 1092; a pixel column goes to what holds most of it (436 and
+# 485 stay tensor, 1019 is padding); ranks 1 and 2 are all padding.
+expect_out_has '<path fill="url(#hatch)" d="M529 104h48v24h-48zM1111 104h73v24h-73zM92 134h1092v24h-1092zM92 164h1092v24h-1092z"/>' \
+  "padding to scale: the gap, the tail, two empty ranks"
 run plan --shapes "$T/small" --dp 3 --format svg --ranks 0-0 --dtype fp32
 expect_out_has "padding: 20 bytes, 11.11% of ranks 0-0" "padding of rank 0: 5 elements of 4 bytes"
 # A big figure: bytes exact and in binary units, against the layout JSON.
