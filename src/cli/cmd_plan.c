@@ -6,12 +6,13 @@
 #include "dbuf/nodes.h"
 #include "dbuf/report.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_FORMAT = CLI_OPT_FIRST_FREE, OPT_PIECES, OPT_HELP };
+enum { OPT_FORMAT = CLI_OPT_FIRST_FREE, OPT_PIECES, OPT_RANKS, OPT_HELP };
 
 static void
 plan_usage(FILE *f)
@@ -26,7 +27,7 @@ plan_usage(FILE *f)
           "                       [--tp N] [--pp N] [--pp-layers A,B,...] [--stage S]\n"
           "                       [--ep N] [--expert-tp N] [--vocab-divisor N]\n"
           "                       [--naming hf|megatron]\n"
-          "                       [--format F] [--pieces] [-o OUT]\n"
+          "                       [--format F] [--pieces] [--ranks A-B] [-o OUT]\n"
           "Plan the global layout and report it (serial: no MPI).\n\n%s"
           "Output:\n"
           "  --format F             summary (default): sizes, padding, balance\n"
@@ -36,6 +37,9 @@ plan_usage(FILE *f)
           "                         csv: one line per (rank, tensor) piece\n"
           "                         svg: a picture of the buffer\n"
           "  --pieces               json: add each rank's pieces\n"
+          "  --ranks A-B            svg: draw only ranks A to B; from 256 ranks\n"
+          "                         drawn, one band per node (--node-size) or\n"
+          "                         per group of ranks instead of one per rank\n"
           "  -o, --output OUT       write OUT atomically instead of stdout\n"
           "  -h, --help             this help\n"
           "With --ranks-per-node K, summary, table and diagram end with the node\n"
@@ -215,10 +219,47 @@ out:
   return rc;
 }
 
-/* Plan the tensors the options name and write the report in text/len. */
+/*
+ * --ranks A-B: ranks A to B of nranks as the half-open range[0..1]
+ * (printing the error).  Returns CLI_EXIT_*.
+ */
+static int
+parse_ranks(const char *arg, int nranks, int range[2])
+{
+  int64_t v[2];
+  const char *s = arg;
+  for (int i = 0; i < 2; i++) {
+    char *end;
+    if (*s < '0' || *s > '9')
+      goto bad;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end != (i == 0 ? '-' : '\0'))
+      goto bad;
+    v[i] = x;
+    s = end + 1;
+  }
+  if (v[1] < v[0]) {
+    cli_err("--ranks: %s ends before it starts", arg);
+    return CLI_EXIT_USAGE;
+  }
+  if (v[1] >= nranks) {
+    cli_err("--ranks: %s is outside the ranks 0-%d of --dp %d", arg, nranks - 1, nranks);
+    return CLI_EXIT_USAGE;
+  }
+  range[0] = (int)v[0];
+  range[1] = (int)v[1] + 1;
+  return CLI_EXIT_OK;
+bad:
+  cli_err("--ranks: '%s' is not a range A-B of ranks", arg);
+  return CLI_EXIT_USAGE;
+}
+
+/* Plan the tensors the options name and write the report in text/len;
+ * svg_ranks: the ranks an svg draws, or NULL for all. */
 static int
 plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const char *format,
-           unsigned flags, char **text, size_t *len)
+           unsigned flags, const int *svg_ranks, char **text, size_t *len)
 {
   dbuf_tensors_t *t = NULL;
   dbuf_layout_t *l = NULL;
@@ -250,6 +291,11 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
   } else {
     dbuf_report_opts_t ro;
     cli_report_opts(o, what, &ro);
+    ro.svg_node_ranks = o->params.node_size;
+    if (svg_ranks != NULL) {
+      ro.svg_rank_begin = svg_ranks[0];
+      ro.svg_rank_end = svg_ranks[1];
+    }
     e = dbuf_report_write(l, rfmt, &ro, text, len, &d);
     if (e != 0) {
       cli_err("%s report: %s", format, d.msg);
@@ -282,7 +328,7 @@ plan_stages(cli_plan_opts_t *o, int64_t nstages, dbuf_report_format_t rfmt, cons
     return CLI_EXIT_FAIL;
   for (int64_t s = 0; s < nstages && rc == 0; s++) {
     o->stage = s;
-    if ((rc = plan_block(o, 0, rfmt, format, 0, &block, &blen)) == 0) {
+    if ((rc = plan_block(o, 0, rfmt, format, 0, NULL, &block, &blen)) == 0) {
       fprintf(m, "%sstage %lld of %lld:\n", s ? "\n" : "", (long long)s, (long long)nstages);
       fwrite(block, 1, blen, m);
     }
@@ -304,11 +350,13 @@ cmd_plan(int argc, char **argv)
       CLI_PLAN_LONGOPTS,
       {"format", required_argument, NULL, OPT_FORMAT},
       {"pieces", no_argument, NULL, OPT_PIECES},
+      {"ranks", required_argument, NULL, OPT_RANKS},
       {"output", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;
-  const char *out = NULL, *format = "summary";
+  const char *out = NULL, *format = "summary", *ranks = NULL;
+  int svg_ranks[2];
   unsigned flags = 0;
   int c, rc = CLI_EXIT_USAGE;
   char *text = NULL;
@@ -329,6 +377,9 @@ cmd_plan(int argc, char **argv)
       break;
     case OPT_PIECES:
       flags |= DBUF_JSON_PIECES;
+      break;
+    case OPT_RANKS:
+      ranks = optarg;
       break;
     case 'o':
       out = optarg;
@@ -364,6 +415,13 @@ cmd_plan(int argc, char **argv)
     cli_err("--pieces applies to --format json only");
     goto out;
   }
+  if (ranks != NULL && (json || rfmt != DBUF_REPORT_SVG)) {
+    cli_err("--ranks applies to --format svg only");
+    goto out;
+  }
+  if (ranks != NULL && (rc = parse_ranks(ranks, o.params.nranks, svg_ranks)) != 0)
+    goto out;
+  rc = CLI_EXIT_USAGE;
   if (o.ranks_per_node > 0 && !json && rfmt != DBUF_REPORT_SUMMARY &&
       rfmt != DBUF_REPORT_TABLE && rfmt != DBUF_REPORT_DIAGRAM) {
     cli_err("--ranks-per-node applies to --format summary, table, diagram and json");
@@ -382,7 +440,7 @@ cmd_plan(int argc, char **argv)
   if (nstages > 1)
     rc = plan_stages(&o, nstages, rfmt, format, &text, &len);
   else
-    rc = plan_block(&o, json, rfmt, format, flags, &text, &len);
+    rc = plan_block(&o, json, rfmt, format, flags, ranks ? svg_ranks : NULL, &text, &len);
   if (rc != 0)
     goto out;
   rc = cli_write_output(out, text, len);
