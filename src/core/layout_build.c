@@ -581,15 +581,10 @@ place_by_owners(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
                     (long long)n);
     goto fail;
   }
-  for (int64_t i = 0; i < n; i++) {
-    if (owners[i] < 0 || owners[i] >= nranks) {
-      rc = dbuf__diag(diag, DBUF_EOWNER,
-                      "tensor %s: owner %d out of range [0, %d)",
-                      dbuf_tensors_name(t, i), owners[i], nranks);
-      goto fail;
-    }
+  if ((rc = dbuf__layout_check_owners(t, owners, nranks, diag)) != 0)
+    goto fail;
+  for (int64_t i = 0; i < n; i++)
     range[owners[i] + 1] += dbuf_tensors_numel(t, i); /* <= total, no overflow */
-  }
   for (int r = 0; r < nranks; r++) {
     range[r + 1] += range[r];
     cursor[r] = range[r];
@@ -760,13 +755,14 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   int rc = 0;
   if (sum == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
+  /* An owner out of range is the layout's fault here, not the caller's. */
+  if (dbuf__layout_check_owners(t, owners, nranks, diag) != 0)
+    rc = DBUF_ELAYOUT;
+  if (rc != 0 && diag != NULL)
+    diag->code = rc;
   for (int64_t i = 0; i < n && rc == 0; i++) {
     int64_t c;
-    if (owners[i] < 0 || owners[i] >= nranks)
-      rc = dbuf__diag(diag, DBUF_ELAYOUT,
-                      "tensor %s: owner %d out of range [0, %d)",
-                      dbuf_tensors_name(t, i), owners[i], nranks);
-    else if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
+    if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
         dbuf__add(sum[owners[i]], c, &sum[owners[i]]) != 0)
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",

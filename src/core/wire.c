@@ -448,9 +448,9 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
       goto fail;
     }
     for (int64_t i = 0; i < n; i++) {
-      if (own64[i] < 0 || own64[i] >= nranks) {
-        rc = dbuf__diag(diag, DBUF_EOWNER, "wire: tensor %s: owner %lld out of range [0, %lld)",
-                        dbuf_tensors_name(t, i), (long long)own64[i], (long long)nranks);
+      dbuf_diag_t d;
+      if ((rc = dbuf_layout_check_owner(t, i, own64[i], (int)nranks, &d)) != 0) {
+        dbuf__diag(diag, rc, "wire: %s", d.msg);
         goto fail;
       }
       owners[i] = (int)own64[i];
