@@ -486,7 +486,11 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Queries                                                              */
 
-START_TEST(test_queries_seed)
+/* The seed padded layout at 5 ranks (the seed diagram): P0 [0, 12),
+ * P1 [12, 28), P3 [28, 30), gap, P2 [32, 48), P4 [48, 54), tail; segments
+ * of 12 elements. */
+static dbuf_layout_t *
+seed_padded(void)
 {
   dbuf_tensors_t *t = seed_tensors();
   dbuf_layout_t *l;
@@ -494,6 +498,15 @@ START_TEST(test_queries_seed)
   dbuf_layout_params_init(&p);
   p.nranks = 5;
   ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  ck_assert_int_eq(dbuf_layout_offsets(l)[1], 12);
+  ck_assert_int_eq(dbuf_layout_offsets(l)[2], 32);
+  return l;
+}
+
+START_TEST(test_queries_seed)
+{
+  dbuf_layout_t *l = seed_padded();
   int r = -1;
   int64_t s, e, tid;
   ck_assert_int_eq(dbuf_layout_owner_of(l, -1, &r), DBUF_ERANGE);
@@ -544,7 +557,6 @@ START_TEST(test_queries_seed)
   ck_assert_int_eq(st.max_segment, 12);
   ck_assert_int_eq(st.largest_tensor, 1);
   dbuf_layout_destroy(l);
-  dbuf_tensors_destroy(t);
 }
 END_TEST
 
@@ -1162,24 +1174,6 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* The arithmetic helpers, against values worked out by hand           */
 
-/* The seed padded layout at 5 ranks (see test_queries_seed): P0 [0, 12),
- * P1 [12, 28), P3 [28, 30), gap, P2 [32, 48), P4 [48, 54), tail; segments
- * of 12 elements. */
-static dbuf_layout_t *
-seed_padded(void)
-{
-  dbuf_tensors_t *t = seed_tensors();
-  dbuf_layout_t *l;
-  dbuf_layout_params_t p;
-  dbuf_layout_params_init(&p);
-  p.nranks = 5;
-  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
-  dbuf_tensors_destroy(t);
-  ck_assert_int_eq(dbuf_layout_offsets(l)[1], 12);
-  ck_assert_int_eq(dbuf_layout_offsets(l)[2], 32);
-  return l;
-}
-
 START_TEST(test_rank_segments)
 {
   /* Six segments cut at 0, 8, 16, 24, 32, 40, size 52 (not validated). */
@@ -1229,108 +1223,120 @@ START_TEST(test_rank_segments)
 }
 END_TEST
 
+/* One query of the rows of a run: dbuf_layout_piece_rows() on the seed
+ * tensors (a = elem_begin, b = nelems), or dbuf_layout_rows_in() on the seed
+ * padded layout (a = start, b = end); the rows worked out by hand. */
+typedef struct {
+  const char *what;
+  int in_layout;
+  int64_t tensor, a, b;
+  int want;
+  dbuf_rows_t r; /* elem_begin, nelems, first_row, first_col, nrows, cuts */
+} rows_case_t;
+
+static const rows_case_t rows_cases[] = {
+    /* P1: 4 rows of 4. */
+    {"P1 elements 6..12: row 1 from column 2 to row 3 column 0", 0, 1, 6, 7, 0,
+     {6, 7, 1, 2, 3, 1, 1}},
+    {"P1 elements 4..11: rows 1 and 2 whole", 0, 1, 4, 8, 0, {4, 8, 1, 0, 2, 0, 0}},
+    {"P1 element 15: last column of row 3", 0, 1, 15, 1, 0, {15, 1, 3, 3, 1, 1, 0}},
+    {"P1 elements 1..2: inside row 0", 0, 1, 1, 2, 0, {1, 2, 0, 1, 1, 1, 1}},
+    {"P1 empty run at its end", 0, 1, 16, 0, 0, {16, 0, 4, 0, 0, 0, 0}},
+    {"P1 empty run inside row 1", 0, 1, 5, 0, 0, {5, 0, 1, 1, 0, 0, 0}},
+    {"P0 whole: 2 rows of 6", 0, 0, 0, 12, 0, {0, 12, 0, 0, 2, 0, 0}},
+    {"run past the tensor", 0, 1, 10, 7, DBUF_ERANGE, {0}},
+    {"begin past the tensor", 0, 1, 17, 0, DBUF_ERANGE, {0}},
+    {"negative begin", 0, 1, -1, 1, DBUF_ERANGE, {0}},
+    {"negative count", 0, 1, 0, -1, DBUF_ERANGE, {0}},
+    {"count INT64_MAX", 0, 1, 1, INT64_MAX, DBUF_ERANGE, {0}},
+    {"tensor 5", 0, 5, 0, 0, DBUF_ERANGE, {0}},
+    {"tensor -1", 0, -1, 0, 0, DBUF_ERANGE, {0}},
+    /* The seed padded layout: P1 at 12, P2 at 32, segments of 12. */
+    {"P1 in rank 1 [12, 24): rows 0..2", 1, 1, 12, 24, 0, {0, 12, 0, 0, 3, 0, 0}},
+    {"P1 in [14, 27): rows 0..3 cut at both ends", 1, 1, 14, 27, 0,
+     {2, 13, 0, 2, 4, 1, 1}},
+    {"P1 in rank 2 [24, 36): row 3", 1, 1, 24, 36, 0, {12, 4, 3, 0, 1, 0, 0}},
+    {"P1 in [30, 40): after it", 1, 1, 30, 40, 0, {0}},
+    {"P1 in [0, 12): before it", 1, 1, 0, 12, 0, {0}},
+    {"P1 in [20, 20): empty range", 1, 1, 20, 20, 0, {0}},
+    {"P2 in the whole int64 line", 1, 2, INT64_MIN, INT64_MAX, 0, {0, 16, 0, 0, 4, 0, 0}},
+    {"start after end", 1, 1, 24, 12, DBUF_EINVAL, {0}},
+    {"layout tensor 5", 1, 5, 0, 60, DBUF_ERANGE, {0}},
+    {"layout tensor -1", 1, -1, 0, 60, DBUF_ERANGE, {0}},
+};
+
 static void
-assert_rows(const dbuf_rows_t *r, int64_t b, int64_t n, int64_t row, int64_t col,
-            int64_t nrows, int cut_first, int cut_last)
+assert_rows(const char *what, const dbuf_rows_t *got, const dbuf_rows_t *want)
 {
-  ck_assert_int_eq(r->elem_begin, b);
-  ck_assert_int_eq(r->nelems, n);
-  ck_assert_int_eq(r->first_row, row);
-  ck_assert_int_eq(r->first_col, col);
-  ck_assert_int_eq(r->nrows, nrows);
-  ck_assert_int_eq(r->cut_first, cut_first);
-  ck_assert_int_eq(r->cut_last, cut_last);
+  const int64_t g[7] = {got->elem_begin, got->nelems, got->first_row, got->first_col,
+                        got->nrows, got->cut_first, got->cut_last};
+  const int64_t w[7] = {want->elem_begin, want->nelems, want->first_row, want->first_col,
+                        want->nrows, want->cut_first, want->cut_last};
+  static const char *const field[7] = {"elem_begin", "nelems", "first_row", "first_col",
+                                       "nrows", "cut_first", "cut_last"};
+  for (int k = 0; k < 7; k++)
+    ck_assert_msg(g[k] == w[k], "%s: %s %lld, want %lld", what, field[k], (long long)g[k],
+                  (long long)w[k]);
 }
 
-START_TEST(test_piece_rows)
+START_TEST(test_rows)
 {
-  dbuf_tensors_t *t = seed_tensors(); /* P1: 4 rows of 4 */
-  dbuf_rows_t r;
-  /* Elements 6..12: row 1 from column 2, row 2, row 3 column 0 only. */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 6, 7, &r), 0);
-  assert_rows(&r, 6, 7, 1, 2, 3, 1, 1);
-  /* Elements 4..11: rows 1 and 2, whole. */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 4, 8, &r), 0);
-  assert_rows(&r, 4, 8, 1, 0, 2, 0, 0);
-  /* Element 15 alone: the last column of row 3; ends on the boundary. */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 15, 1, &r), 0);
-  assert_rows(&r, 15, 1, 3, 3, 1, 1, 0);
-  /* Elements 1..2: inside row 0, cut at both ends. */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 1, 2, &r), 0);
-  assert_rows(&r, 1, 2, 0, 1, 1, 1, 1);
-  /* Empty runs touch no row, at the end and inside a row. */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 16, 0, &r), 0);
-  assert_rows(&r, 16, 0, 4, 0, 0, 0, 0);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 5, 0, &r), 0);
-  assert_rows(&r, 5, 0, 1, 1, 0, 0, 0);
-  /* The whole of P0 (2 rows of 6). */
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 0, 12, &r), 0);
-  assert_rows(&r, 0, 12, 0, 0, 2, 0, 0);
-  /* Errors: the run outside the tensor, bad ids, NULL. */
-  dbuf_rows_t keep = r;
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 10, 7, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 17, 0, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, -1, 1, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 0, -1, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 1, INT64_MAX, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 5, 0, 0, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, -1, 0, 0, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_piece_rows(NULL, 1, 0, 0, &r), DBUF_EINVAL);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 0, 0, NULL), DBUF_EINVAL);
-  ck_assert(memcmp(&keep, &r, sizeof r) == 0);
-  dbuf_tensors_destroy(t);
-
-  /* A 1-D tensor has rows of one element; a tensor of INT64_MAX - 1
-   * elements (R rows of 3) has its last row at R - 1. */
-  const int64_t v[1] = {10}, big[2] = {INT64_C(3074457345618258602), 3};
-  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-  ck_assert_int_eq(dbuf_tensors_add(t, "v", 1, v, NULL), 0);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 3, 4, &r), 0);
-  assert_rows(&r, 3, 4, 3, 0, 4, 0, 0);
-  dbuf_tensors_destroy(t);
-  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, big, NULL), 0);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, INT64_MAX - 2, 1, &r), 0);
-  assert_rows(&r, INT64_MAX - 2, 1, big[0] - 1, 2, 1, 1, 0);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 1, INT64_MAX - 2, &r), 0);
-  assert_rows(&r, 1, INT64_MAX - 2, 0, 1, big[0], 1, 0);
-  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 2, INT64_MAX - 2, &r), DBUF_ERANGE);
+  const rows_case_t *c = &rows_cases[_i];
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l = seed_padded();
+  dbuf_rows_t r, keep;
+  memset(&r, 0x5a, sizeof r);
+  keep = r;
+  int rc = c->in_layout ? dbuf_layout_rows_in(l, c->tensor, c->a, c->b, &r)
+                        : dbuf_layout_piece_rows(t, c->tensor, c->a, c->b, &r);
+  ck_assert_msg(rc == c->want, "%s: %s, want %s", c->what, dbuf_err_name(rc),
+                dbuf_err_name(c->want));
+  if (rc == 0)
+    assert_rows(c->what, &r, &c->r);
+  else
+    ck_assert_msg(memcmp(&r, &keep, sizeof r) == 0, "%s: rows written on failure", c->what);
+  dbuf_layout_destroy(l);
   dbuf_tensors_destroy(t);
 }
 END_TEST
 
-START_TEST(test_rows_in)
+START_TEST(test_rows_args)
 {
+  dbuf_tensors_t *t = seed_tensors();
   dbuf_layout_t *l = seed_padded();
   dbuf_rows_t r;
-  /* P1 (at 12) inside rank 1's [12, 24): rows 0..2, whole. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 12, 24, &r), 0);
-  assert_rows(&r, 0, 12, 0, 0, 3, 0, 0);
-  /* P1 in [14, 27): elements 2..14, rows 0..3 cut at both ends. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 14, 27, &r), 0);
-  assert_rows(&r, 2, 13, 0, 2, 4, 1, 1);
-  /* P1 in rank 2's [24, 36): its row 3. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 24, 36, &r), 0);
-  assert_rows(&r, 12, 4, 3, 0, 1, 0, 0);
-  /* Ranges that miss the tensor, an empty range inside it. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 30, 40, &r), 0);
-  ck_assert_int_eq(r.nelems, 0);
-  ck_assert_int_eq(r.nrows, 0);
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 0, 12, &r), 0);
-  ck_assert_int_eq(r.nelems, 0);
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 20, 20, &r), 0);
-  ck_assert_int_eq(r.nelems, 0);
-  ck_assert_int_eq(r.nrows, 0);
-  /* The whole int64 line holds the whole tensor. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 2, INT64_MIN, INT64_MAX, &r), 0);
-  assert_rows(&r, 0, 16, 0, 0, 4, 0, 0);
-  /* Errors. */
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 24, 12, &r), DBUF_EINVAL);
-  ck_assert_int_eq(dbuf_layout_rows_in(l, 5, 0, 60, &r), DBUF_ERANGE);
-  ck_assert_int_eq(dbuf_layout_rows_in(l, -1, 0, 60, &r), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_piece_rows(NULL, 1, 0, 0, &r), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 0, 0, NULL), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_layout_rows_in(NULL, 1, 0, 60, &r), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 0, 60, NULL), DBUF_EINVAL);
   dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* A 1-D tensor has rows of one element; a tensor of INT64_MAX - 1 elements
+ * (R rows of 3) has its last row at R - 1, and no sum overflows. */
+START_TEST(test_rows_limits)
+{
+  const int64_t v[1] = {10}, big[2] = {INT64_C(3074457345618258602), 3};
+  const dbuf_rows_t want_v = {3, 4, 3, 0, 4, 0, 0};
+  const dbuf_rows_t want_last = {INT64_MAX - 2, 1, big[0] - 1, 2, 1, 1, 0};
+  const dbuf_rows_t want_all = {1, INT64_MAX - 2, 0, 1, big[0], 1, 0};
+  dbuf_tensors_t *t;
+  dbuf_rows_t r;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "v", 1, v, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 3, 4, &r), 0);
+  assert_rows("1-D", &r, &want_v);
+  dbuf_tensors_destroy(t);
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, big, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, INT64_MAX - 2, 1, &r), 0);
+  assert_rows("last element", &r, &want_last);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 1, INT64_MAX - 2, &r), 0);
+  assert_rows("all but the first", &r, &want_all);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 2, INT64_MAX - 2, &r), DBUF_ERANGE);
+  dbuf_tensors_destroy(t);
 }
 END_TEST
 
@@ -1487,8 +1493,9 @@ layout_suite(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("helpers");
   tcase_add_test(tc, test_rank_segments);
-  tcase_add_test(tc, test_piece_rows);
-  tcase_add_test(tc, test_rows_in);
+  tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows_cases / sizeof rows_cases[0]));
+  tcase_add_test(tc, test_rows_args);
+  tcase_add_test(tc, test_rows_limits);
   tcase_add_test(tc, test_rows_in_outside_buffer);
   tcase_add_test(tc, test_piece_clip);
   tcase_add_test(tc, test_check_owner);
