@@ -778,15 +778,14 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   int nranks = dbuf_layout_nranks(l);
   int64_t n = dbuf_layout_ntensors(l);
+  dbuf_diag_t d;
+  /* An owner out of range is the layout's fault here, not the caller's. */
+  if (dbuf__layout_check_owners(t, owners, nranks, &d) != 0)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "%s", d.msg);
   int64_t *sum = dbuf__calloc(nranks, sizeof *sum);
   int rc = 0;
   if (sum == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
-  /* An owner out of range is the layout's fault here, not the caller's. */
-  if (dbuf__layout_check_owners(t, owners, nranks, diag) != 0)
-    rc = DBUF_ELAYOUT;
-  if (rc != 0 && diag != NULL)
-    diag->code = rc;
   for (int64_t i = 0; i < n && rc == 0; i++) {
     int64_t c;
     if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
