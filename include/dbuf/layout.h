@@ -155,9 +155,12 @@ DBUF_EXPORT int dbuf_layout_owner_loads(const dbuf_layout_t *l,
  * \param[in] offsets       count(tensors) entries
  * \param[in] rank_offsets  nranks entries (the first must be 0)
  * \param[in] owners        NULL, or count(tensors) entries (TENSOR)
- * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ELAYOUT (size < 0, chunk
- *   size not positive), DBUF_EOWNER, DBUF_EOVERFLOW (block_size x row size
- *   of a tensor past INT64_MAX), DBUF_ENOMEM
+ * \return 0, or DBUF_EINVAL (NULL tensors, out or rank_offsets, NULL
+ *   offsets with tensors, unknown kind, block_size < 1), DBUF_ENRANKS
+ *   (nranks < 1), DBUF_ELAYOUT (size < 0, rank_offsets[0] not 0, chunk size
+ *   not positive), DBUF_EOWNER (an owner outside [0, nranks)),
+ *   DBUF_EOVERFLOW (block_size x row size of a tensor past INT64_MAX),
+ *   DBUF_ENOMEM; out is written only on success
  */
 DBUF_EXPORT int dbuf_layout_from_parts(const dbuf_tensors_t *tensors,
                                        dbuf_layout_kind_t kind, int nranks,
