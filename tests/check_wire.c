@@ -511,6 +511,9 @@ static const structural_t structural[] = {
      "wire: tensor P0: owner -1 out of range [0, 3)"},
     {"first rank offset 5", AT_WORD, 2, 0, 5, DBUF_ELAYOUT,
      "rank 0: segment starts at 5, not 0"},
+    {"block size 0", AT_ABS, 0, 48, 0, DBUF_EINVAL, "block size must be positive, got 0"},
+    {"chunk size -1", AT_ABS, 0, 56, (uint64_t)-1, DBUF_ELAYOUT,
+     "chunk size -1 is not positive"},
 };
 
 /* Offset of section sec's tag in a message. */
