@@ -3,6 +3,7 @@
  * broken layouts, queries, and property tests on random inputs.
  */
 #include "dbuf/layout.h"
+#include "dbuf/layout_json.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/tensors.h"
 
@@ -485,7 +486,11 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Queries                                                              */
 
-START_TEST(test_queries_seed)
+/* The seed padded layout at 5 ranks (the seed diagram): P0 [0, 12),
+ * P1 [12, 28), P3 [28, 30), gap, P2 [32, 48), P4 [48, 54), tail; segments
+ * of 12 elements. */
+static dbuf_layout_t *
+seed_padded(void)
 {
   dbuf_tensors_t *t = seed_tensors();
   dbuf_layout_t *l;
@@ -493,6 +498,15 @@ START_TEST(test_queries_seed)
   dbuf_layout_params_init(&p);
   p.nranks = 5;
   ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  ck_assert_int_eq(dbuf_layout_offsets(l)[1], 12);
+  ck_assert_int_eq(dbuf_layout_offsets(l)[2], 32);
+  return l;
+}
+
+START_TEST(test_queries_seed)
+{
+  dbuf_layout_t *l = seed_padded();
   int r = -1;
   int64_t s, e, tid;
   ck_assert_int_eq(dbuf_layout_owner_of(l, -1, &r), DBUF_ERANGE);
@@ -543,7 +557,6 @@ START_TEST(test_queries_seed)
   ck_assert_int_eq(st.max_segment, 12);
   ck_assert_int_eq(st.largest_tensor, 1);
   dbuf_layout_destroy(l);
-  dbuf_tensors_destroy(t);
 }
 END_TEST
 
@@ -1055,6 +1068,394 @@ START_TEST(test_validate_hostile)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* dbuf_layout_from_parts: one bad argument at a time                   */
+
+/* The base call: seed tensors, unpadded, 2 ranks {0, 24}, size 52, offsets
+ * packed {0, 12, 28, 44, 46}; each case changes one argument. */
+typedef struct {
+  const char *what;
+  int null_tensors, null_out, null_ranks, null_offsets;
+  int kind, nranks;
+  int64_t block, chunk, size, rank0;
+  int owner0; /* owners {owner0, 0, 0, 0, 0}; -2: no owners */
+  int want;
+  const char *needle; /* in the message, or NULL */
+} parts_case_t;
+
+static const parts_case_t parts_cases[] = {
+    {"valid", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 0, -2, 0, NULL},
+    {"valid with owners", 0, 0, 0, 0, DBUF_LAYOUT_TENSOR, 2, 1, 0, 52, 0, 1, 0, NULL},
+    {"NULL tensors", 1, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 0, -2, DBUF_EINVAL,
+     "NULL argument"},
+    {"NULL out", 0, 1, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 0, -2, DBUF_EINVAL,
+     "NULL argument"},
+    {"NULL rank offsets", 0, 0, 1, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 0, -2,
+     DBUF_EINVAL, "NULL argument"},
+    {"NULL offsets", 0, 0, 0, 1, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 0, -2, DBUF_EINVAL,
+     "NULL argument"},
+    {"kind 0", 0, 0, 0, 0, 0, 2, 1, 0, 52, 0, -2, DBUF_EINVAL, "unknown layout kind 0"},
+    {"kind 5", 0, 0, 0, 0, 5, 2, 1, 0, 52, 0, -2, DBUF_EINVAL, "unknown layout kind 5"},
+    {"nranks 0", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 0, 1, 0, 52, 0, -2, DBUF_ENRANKS,
+     "got 0"},
+    {"nranks -3", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, -3, 1, 0, 52, 0, -2, DBUF_ENRANKS,
+     "got -3"},
+    {"block 0", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 0, 0, 52, 0, -2, DBUF_EINVAL,
+     "block size must be positive, got 0"},
+    {"size -1", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, -1, 0, -2, DBUF_ELAYOUT,
+     "size is negative (-1)"},
+    {"first rank offset 4", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, 4, -2,
+     DBUF_ELAYOUT, "rank 0: segment starts at 4, not 0"},
+    {"first rank offset -1", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, 0, 52, -1, -2,
+     DBUF_ELAYOUT, "rank 0: segment starts at -1, not 0"},
+    {"chunk -1", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2, 1, -1, 52, 0, -2, DBUF_ELAYOUT,
+     "chunk size -1 is not positive"},
+    {"padded chunk 0", 0, 0, 0, 0, DBUF_LAYOUT_PADDED, 2, 1, 0, 52, 0, -2, DBUF_ELAYOUT,
+     "chunk size 0 is not positive"},
+    {"block x row past INT64_MAX", 0, 0, 0, 0, DBUF_LAYOUT_UNPADDED, 2,
+     INT64_C(1) << 62, 0, 52, 0, -2, DBUF_EOVERFLOW,
+     "tensor P0: block size 4611686018427387904 x row size 6 overflows"},
+    {"owner -1", 0, 0, 0, 0, DBUF_LAYOUT_TENSOR, 2, 1, 0, 52, 0, -1, DBUF_EOWNER,
+     "tensor P0: owner -1 out of range [0, 2)"},
+    {"owner nranks", 0, 0, 0, 0, DBUF_LAYOUT_TENSOR, 2, 1, 0, 52, 0, 2, DBUF_EOWNER,
+     "tensor P0: owner 2 out of range [0, 2)"},
+};
+
+START_TEST(test_from_parts_args)
+{
+  const parts_case_t *c = &parts_cases[_i];
+  dbuf_tensors_t *t = seed_tensors();
+  const int64_t offsets[5] = {0, 12, 28, 44, 46};
+  int64_t ranks[2] = {c->rank0, 24};
+  int owners[5] = {c->owner0, 0, 0, 0, 0};
+  dbuf_layout_t *sentinel = (dbuf_layout_t *)&ranks, *l = sentinel;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_layout_from_parts(c->null_tensors ? NULL : t, (dbuf_layout_kind_t)c->kind,
+                                  c->nranks, c->block, c->chunk, c->size,
+                                  c->null_offsets ? NULL : offsets,
+                                  c->null_ranks ? NULL : ranks,
+                                  c->owner0 == -2 ? NULL : owners,
+                                  c->null_out ? NULL : &l, &d);
+  ck_assert_msg(rc == c->want, "%s: %s (%s), want %s", c->what, dbuf_err_name(rc), d.msg,
+                dbuf_err_name(c->want));
+  if (c->want != 0) {
+    ck_assert_msg(l == sentinel, "%s: out written on failure", c->what);
+    ck_assert_msg(d.code == c->want, "%s: diag code %d", c->what, d.code);
+    ck_assert_msg(strstr(d.msg, c->needle) != NULL, "%s: '%s' lacks '%s'", c->what, d.msg,
+                  c->needle);
+  } else {
+    ck_assert_int_eq(dbuf_layout_nranks(l), 2);
+    ck_assert_int_eq(dbuf_layout_range(l)[1], 24);
+    ck_assert_int_eq(dbuf_layout_range(l)[2], 52);
+    ck_assert_int_eq(dbuf_layout_offsets(l)[4], 46);
+    dbuf_layout_destroy(l);
+  }
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* The layout JSON reader goes through from_parts: a file whose first rank
+ * offset is not 0 is refused with the file named. */
+START_TEST(test_json_first_rank_offset)
+{
+  const char *doc = "{\"layout\": \"unpadded\", \"dp_size\": 2, \"size\": 8, "
+                    "\"rank_offsets\": [2, 4], \"tensors\": [{\"name\": \"a\", "
+                    "\"shape\": [8], \"offset\": 0}]}";
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  int rc = dbuf_layout_from_json("x.json", doc, strlen(doc), &l, &d);
+  ck_assert_int_eq(rc, DBUF_ELAYOUT);
+  ck_assert_ptr_null(l);
+  ck_assert_str_eq(d.msg, "x.json: rank 0: segment starts at 2, not 0");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The arithmetic helpers, against values worked out by hand           */
+
+START_TEST(test_rank_segments)
+{
+  /* Six segments cut at 0, 8, 16, 24, 32, 40, size 52 (not validated). */
+  dbuf_tensors_t *t = seed_tensors();
+  const int64_t offsets[5] = {0, 12, 28, 44, 46}, cuts[6] = {0, 8, 16, 24, 32, 40};
+  dbuf_layout_t *l;
+  int64_t s = -1, e = -1;
+  int first = -1, nseg = -1;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 6, 1, 0, 52, offsets,
+                                          cuts, NULL, &l, NULL),
+                   0);
+  /* 3 ranks of 2 segments: rank 1 holds segments 2 and 3, [16, 32). */
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 3, 1, &s, &e, &first, &nseg), 0);
+  ck_assert_int_eq(s, 16);
+  ck_assert_int_eq(e, 32);
+  ck_assert_int_eq(first, 2);
+  ck_assert_int_eq(nseg, 2);
+  /* 2 ranks of 3: rank 1 holds segments 3..5, [24, size 52). */
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 2, 1, &s, &e, NULL, NULL), 0);
+  ck_assert_int_eq(s, 24);
+  ck_assert_int_eq(e, 52);
+  /* One rank holds everything; 6 ranks are the segments themselves. */
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 1, 0, &s, &e, &first, &nseg), 0);
+  ck_assert_int_eq(s, 0);
+  ck_assert_int_eq(e, 52);
+  ck_assert_int_eq(first, 0);
+  ck_assert_int_eq(nseg, 6);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 6, 5, &s, &e, &first, &nseg), 0);
+  ck_assert_int_eq(s, 40);
+  ck_assert_int_eq(e, 52);
+  ck_assert_int_eq(first, 5);
+  ck_assert_int_eq(nseg, 1);
+  /* Errors; the outputs keep their last values. */
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 4, 0, &s, &e, NULL, NULL), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 0, 0, &s, &e, NULL, NULL), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, -2, 0, &s, &e, NULL, NULL), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 12, 0, &s, &e, NULL, NULL), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 3, 3, &s, &e, NULL, NULL), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 3, -1, &s, &e, NULL, NULL), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_rank_segments(NULL, 3, 0, &s, &e, NULL, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 3, 0, NULL, &e, NULL, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_rank_segments(l, 3, 0, &s, NULL, NULL, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(s, 40);
+  ck_assert_int_eq(e, 52);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* One query of the rows of a run: dbuf_layout_piece_rows() on the seed
+ * tensors (a = elem_begin, b = nelems), or dbuf_layout_rows_in() on the seed
+ * padded layout (a = start, b = end); the rows worked out by hand. */
+typedef struct {
+  const char *what;
+  int in_layout;
+  int64_t tensor, a, b;
+  int want;
+  dbuf_rows_t r; /* elem_begin, nelems, first_row, first_col, nrows, cuts */
+} rows_case_t;
+
+static const rows_case_t rows_cases[] = {
+    /* P1: 4 rows of 4. */
+    {"P1 elements 6..12: row 1 from column 2 to row 3 column 0", 0, 1, 6, 7, 0,
+     {6, 7, 1, 2, 3, 1, 1}},
+    {"P1 elements 4..11: rows 1 and 2 whole", 0, 1, 4, 8, 0, {4, 8, 1, 0, 2, 0, 0}},
+    {"P1 element 15: last column of row 3", 0, 1, 15, 1, 0, {15, 1, 3, 3, 1, 1, 0}},
+    {"P1 elements 1..2: inside row 0", 0, 1, 1, 2, 0, {1, 2, 0, 1, 1, 1, 1}},
+    {"P1 empty run at its end", 0, 1, 16, 0, 0, {16, 0, 4, 0, 0, 0, 0}},
+    {"P1 empty run inside row 1", 0, 1, 5, 0, 0, {5, 0, 1, 1, 0, 0, 0}},
+    {"P0 whole: 2 rows of 6", 0, 0, 0, 12, 0, {0, 12, 0, 0, 2, 0, 0}},
+    {"run past the tensor", 0, 1, 10, 7, DBUF_ERANGE, {0}},
+    {"begin past the tensor", 0, 1, 17, 0, DBUF_ERANGE, {0}},
+    {"negative begin", 0, 1, -1, 1, DBUF_ERANGE, {0}},
+    {"negative count", 0, 1, 0, -1, DBUF_ERANGE, {0}},
+    {"count INT64_MAX", 0, 1, 1, INT64_MAX, DBUF_ERANGE, {0}},
+    {"tensor 5", 0, 5, 0, 0, DBUF_ERANGE, {0}},
+    {"tensor -1", 0, -1, 0, 0, DBUF_ERANGE, {0}},
+    /* The seed padded layout: P1 at 12, P2 at 32, segments of 12. */
+    {"P1 in rank 1 [12, 24): rows 0..2", 1, 1, 12, 24, 0, {0, 12, 0, 0, 3, 0, 0}},
+    {"P1 in [14, 27): rows 0..3 cut at both ends", 1, 1, 14, 27, 0,
+     {2, 13, 0, 2, 4, 1, 1}},
+    {"P1 in rank 2 [24, 36): row 3", 1, 1, 24, 36, 0, {12, 4, 3, 0, 1, 0, 0}},
+    {"P1 in [30, 40): after it", 1, 1, 30, 40, 0, {0}},
+    {"P1 in [0, 12): before it", 1, 1, 0, 12, 0, {0}},
+    {"P1 in [20, 20): empty range", 1, 1, 20, 20, 0, {0}},
+    {"P2 in the whole int64 line", 1, 2, INT64_MIN, INT64_MAX, 0, {0, 16, 0, 0, 4, 0, 0}},
+    {"start after end", 1, 1, 24, 12, DBUF_EINVAL, {0}},
+    {"layout tensor 5", 1, 5, 0, 60, DBUF_ERANGE, {0}},
+    {"layout tensor -1", 1, -1, 0, 60, DBUF_ERANGE, {0}},
+};
+
+static void
+assert_rows(const char *what, const dbuf_rows_t *got, const dbuf_rows_t *want)
+{
+  const int64_t g[7] = {got->elem_begin, got->nelems, got->first_row, got->first_col,
+                        got->nrows, got->cut_first, got->cut_last};
+  const int64_t w[7] = {want->elem_begin, want->nelems, want->first_row, want->first_col,
+                        want->nrows, want->cut_first, want->cut_last};
+  static const char *const field[7] = {"elem_begin", "nelems", "first_row", "first_col",
+                                       "nrows", "cut_first", "cut_last"};
+  for (int k = 0; k < 7; k++)
+    ck_assert_msg(g[k] == w[k], "%s: %s %lld, want %lld", what, field[k], (long long)g[k],
+                  (long long)w[k]);
+}
+
+START_TEST(test_rows)
+{
+  const rows_case_t *c = &rows_cases[_i];
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l = seed_padded();
+  dbuf_rows_t r, keep;
+  memset(&r, 0x5a, sizeof r);
+  keep = r;
+  int rc = c->in_layout ? dbuf_layout_rows_in(l, c->tensor, c->a, c->b, &r)
+                        : dbuf_layout_piece_rows(t, c->tensor, c->a, c->b, &r);
+  ck_assert_msg(rc == c->want, "%s: %s, want %s", c->what, dbuf_err_name(rc),
+                dbuf_err_name(c->want));
+  if (rc == 0)
+    assert_rows(c->what, &r, &c->r);
+  else
+    ck_assert_msg(memcmp(&r, &keep, sizeof r) == 0, "%s: rows written on failure", c->what);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_rows_args)
+{
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_layout_t *l = seed_padded();
+  dbuf_rows_t r;
+  ck_assert_int_eq(dbuf_layout_piece_rows(NULL, 1, 0, 0, &r), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 1, 0, 0, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_rows_in(NULL, 1, 0, 60, &r), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 0, 60, NULL), DBUF_EINVAL);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* A 1-D tensor has rows of one element; a tensor of INT64_MAX - 1 elements
+ * (R rows of 3) has its last row at R - 1, and no sum overflows. */
+START_TEST(test_rows_limits)
+{
+  const int64_t v[1] = {10}, big[2] = {INT64_C(3074457345618258602), 3};
+  const dbuf_rows_t want_v = {3, 4, 3, 0, 4, 0, 0};
+  const dbuf_rows_t want_last = {INT64_MAX - 2, 1, big[0] - 1, 2, 1, 1, 0};
+  const dbuf_rows_t want_all = {1, INT64_MAX - 2, 0, 1, big[0], 1, 0};
+  dbuf_tensors_t *t;
+  dbuf_rows_t r;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "v", 1, v, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 3, 4, &r), 0);
+  assert_rows("1-D", &r, &want_v);
+  dbuf_tensors_destroy(t);
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "big", 2, big, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, INT64_MAX - 2, 1, &r), 0);
+  assert_rows("last element", &r, &want_last);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 1, INT64_MAX - 2, &r), 0);
+  assert_rows("all but the first", &r, &want_all);
+  ck_assert_int_eq(dbuf_layout_piece_rows(t, 0, 2, INT64_MAX - 2, &r), DBUF_ERANGE);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_rows_in_outside_buffer)
+{
+  /* A tensor past the end of the buffer (an invalid layout) holds no run. */
+  dbuf_tensors_t *t;
+  const int64_t a[1] = {8}, offsets[2] = {0, INT64_MAX - 2}, cuts[1] = {0};
+  dbuf_layout_t *l;
+  dbuf_rows_t r;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "a", 1, a, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "b", 1, a, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 8, offsets,
+                                          cuts, NULL, &l, NULL),
+                   0);
+  ck_assert_int_eq(dbuf_layout_rows_in(l, 1, 0, INT64_MAX, &r), 0);
+  ck_assert_int_eq(r.nelems, 0);
+  ck_assert_int_eq(r.nrows, 0);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+static void
+assert_piece(const dbuf_piece_t *pc, int64_t tensor, int rank, int64_t b, int64_t n,
+             int64_t row, int64_t nrows, int whole, int64_t offset)
+{
+  ck_assert_int_eq(pc->tensor, tensor);
+  ck_assert_int_eq(pc->rank, rank);
+  ck_assert_int_eq(pc->elem_begin, b);
+  ck_assert_int_eq(pc->nelems, n);
+  ck_assert_int_eq(pc->first_row, row);
+  ck_assert_int_eq(pc->nrows, nrows);
+  ck_assert_int_eq(pc->whole_rows, whole);
+  ck_assert_int_eq(pc->offset, offset);
+}
+
+START_TEST(test_piece_clip)
+{
+  dbuf_layout_t *l = seed_padded();
+  dbuf_piece_t pc[4], out;
+  int64_t n;
+  /* Rank 1 [12, 24) holds P1 elements 0..11 at offset 0. */
+  ck_assert_int_eq(dbuf_layout_rank_pieces(l, 1, pc, 4, &n), 0);
+  ck_assert_int_eq(n, 1);
+  assert_piece(&pc[0], 1, 1, 0, 12, 0, 3, 1, 0);
+  /* [14, 21): elements 2..8, rows 0..2, offset 2 in the segment. */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[0], 14, 21, &out), 0);
+  assert_piece(&out, 1, 1, 2, 7, 0, 3, 0, 2);
+  /* [16, 20): row 1 exactly. */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[0], 16, 20, &out), 0);
+  assert_piece(&out, 1, 1, 4, 4, 1, 1, 1, 4);
+  /* A range holding the piece leaves it as it is. */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[0], INT64_MIN, INT64_MAX, &out), 0);
+  assert_piece(&out, 1, 1, 0, 12, 0, 3, 1, 0);
+  /* Ranges after and before the piece: empty, clamped to its ends. */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[0], 30, 40, &out), 0);
+  assert_piece(&out, 1, 1, 12, 0, 3, 0, 1, 12);
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[0], 0, 12, &out), 0);
+  assert_piece(&out, 1, 1, 0, 0, 0, 0, 1, 0);
+  /* out may be the piece itself. */
+  out = pc[0];
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &out, 20, 24, &out), 0);
+  assert_piece(&out, 1, 1, 8, 4, 2, 1, 1, 8);
+  /* Rank 2 [24, 36): P1 row 3 (offset 0), P3 (offset 4), P2 row 0 (offset 8). */
+  ck_assert_int_eq(dbuf_layout_rank_pieces(l, 2, pc, 4, &n), 0);
+  ck_assert_int_eq(n, 3);
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[2], 33, 34, &out), 0);
+  assert_piece(&out, 2, 2, 1, 1, 0, 1, 0, 9);
+  /* Pieces that are not pieces of this layout; bad arguments. */
+  dbuf_piece_t bad = pc[2];
+  bad.rank = 5;
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  bad = pc[2];
+  bad.tensor = 7;
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  bad = pc[2];
+  bad.nelems = 5; /* P2 row 0 and one more element: past the segment */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  bad = pc[2];
+  bad.offset = 13;
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  bad = pc[2];
+  bad.elem_begin = 1; /* not where the offset puts it */
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  bad = pc[2];
+  bad.offset = INT64_MAX;
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &bad, 0, 60, &out), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[2], 34, 33, &out), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_piece_clip(NULL, &pc[2], 0, 60, &out), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, NULL, 0, 60, &out), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_piece_clip(l, &pc[2], 0, 60, NULL), DBUF_EINVAL);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_check_owner)
+{
+  dbuf_tensors_t *t = seed_tensors();
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 1, 0, 5, &d), 0);
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 1, 4, 5, &d), 0);
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 1, 5, 5, &d), DBUF_EOWNER);
+  ck_assert_str_eq(d.msg, "tensor P1: owner 5 out of range [0, 5)");
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 4, -1, 5, &d), DBUF_EOWNER);
+  ck_assert_str_eq(d.msg, "tensor P4: owner -1 out of range [0, 5)");
+  /* 2^32 would be 0 once narrowed to int: it is checked before. */
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 0, INT64_C(1) << 32, 5, NULL), DBUF_EOWNER);
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 0, INT64_MAX, 1, &d), DBUF_EOWNER);
+  ck_assert_str_eq(d.msg, "tensor P0: owner 9223372036854775807 out of range [0, 1)");
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 0, 0, 0, NULL), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_layout_check_owner(t, 5, 0, 5, NULL), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_check_owner(t, -1, 0, 5, NULL), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_layout_check_owner(NULL, 0, 0, 5, NULL), DBUF_EINVAL);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1084,6 +1485,20 @@ layout_suite(void)
   tcase_add_test(tc, test_auto_ns_hand);
   tcase_add_test(tc, test_auto_ns_overflow);
   tcase_add_loop_test(tc, test_auto_ns_random, 0, 4);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("from_parts");
+  tcase_add_loop_test(tc, test_from_parts_args, 0,
+                      (int)(sizeof parts_cases / sizeof parts_cases[0]));
+  tcase_add_test(tc, test_json_first_rank_offset);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("helpers");
+  tcase_add_test(tc, test_rank_segments);
+  tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows_cases / sizeof rows_cases[0]));
+  tcase_add_test(tc, test_rows_args);
+  tcase_add_test(tc, test_rows_limits);
+  tcase_add_test(tc, test_rows_in_outside_buffer);
+  tcase_add_test(tc, test_piece_clip);
+  tcase_add_test(tc, test_check_owner);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

@@ -440,6 +440,133 @@ START_TEST(test_optional_section)
 }
 END_TEST
 
+/*
+ * Structural errors behind a good checksum: a valid message of the seed
+ * tensor layout (3 ranks; P0 2x6, P1 4x4, P2 4x4, P3 1x2, P4 6; sections
+ * TENSORS, OFFSETS, RANGE, OWNERS), one field changed, both checksums
+ * recomputed as the encoder computes them; each gives its own code and
+ * message.  Where a field is: a header offset, a word of a section (tag,
+ * payload length or payload word k), or a byte or word of tensor P0's record
+ * (TENSORS payload at 144: name length 144, name 152, dim count 154, dims
+ * 162 and 170, flags 178, element size 186).
+ */
+enum { AT_ABS, AT_BYTE, AT_TAG, AT_LEN, AT_WORD }; /* word or byte at an offset; section fields */
+
+typedef struct {
+  const char *what;
+  int where, sec; /* AT_TAG, AT_LEN, AT_WORD: the section index */
+  int64_t at;     /* AT_ABS, AT_BYTE: the offset; AT_WORD: the payload word */
+  uint64_t val;
+  int want;
+  const char *msg;
+} structural_t;
+
+static const structural_t structural[] = {
+    {"reserved header word", AT_ABS, 0, 104, 1, DBUF_EFORMAT,
+     "wire: unknown header fields"},
+    {"65 words per tensor", AT_ABS, 0, 88, 65, DBUF_EFORMAT,
+     "wire: unknown header fields"},
+    {"kind 0", AT_ABS, 0, 32, 0, DBUF_EFORMAT, "wire: unknown layout kind 0"},
+    {"rank count -1", AT_ABS, 0, 40, (uint64_t)-1, DBUF_EFORMAT,
+     "wire: rank count -1 out of range"},
+    {"tensor count -1", AT_ABS, 0, 72, (uint64_t)-1, DBUF_EFORMAT,
+     "wire: negative tensor count"},
+    /* P4's record: 8 + 2 ("P4") + 8 + 8 (one dim) + 16 bytes. */
+    {"4 tensors recorded, 5 sent", AT_ABS, 0, 72, 4, DBUF_EFORMAT,
+     "wire: 42 stray bytes after the tensors"},
+    {"4 ranks recorded, a range of 4 words", AT_ABS, 0, 40, 4, DBUF_EFORMAT,
+     "wire: section 3 holds 32 bytes, expected 5 words"},
+    /* The tensor layout's size is its 52 elements. */
+    {"size 12345", AT_ABS, 0, 64, 12345, DBUF_ELAYOUT,
+     "wire: range ends at 52, size is 12345"},
+    /* OWNERS: tag, length and 5 words. */
+    {"3 sections recorded, 4 sent", AT_ABS, 0, 96, 3, DBUF_EFORMAT,
+     "wire: 56 stray bytes after the sections"},
+    {"5 sections recorded, 4 sent", AT_ABS, 0, 96, 5, DBUF_EFORMAT,
+     "wire: section 4 does not fit"},
+    {"OFFSETS tagged TENSORS", AT_TAG, 1, 0, 1, DBUF_EFORMAT,
+     "wire: unknown or repeated section 1"},
+    {"section tag 5", AT_TAG, 1, 0, 5, DBUF_EFORMAT, "wire: unknown or repeated section 5"},
+    {"section tag 0", AT_TAG, 1, 0, 0, DBUF_EFORMAT, "wire: unknown or repeated section 0"},
+    {"RANGE tagged optional", AT_TAG, 2, 0, 300, DBUF_EFORMAT,
+     "wire: a required section is missing"},
+    {"OFFSETS of 32 bytes", AT_LEN, 1, 0, 32, DBUF_EFORMAT,
+     "wire: section 2 holds 32 bytes, expected 5 words"},
+    {"OFFSETS past the end", AT_LEN, 1, 0, (uint64_t)1 << 40, DBUF_EFORMAT,
+     "wire: section 1 does not fit"},
+    {"OFFSETS of -8 bytes", AT_LEN, 1, 0, (uint64_t)-8, DBUF_EFORMAT,
+     "wire: section 1 does not fit"},
+    {"name length 0", AT_ABS, 0, 144, 0, DBUF_EFORMAT,
+     "wire: tensor 0: name length does not fit"},
+    {"NUL in a name", AT_BYTE, 0, 153, 0, DBUF_EFORMAT, "wire: tensor 0: NUL in its name"},
+    {"dim count 0", AT_ABS, 0, 154, 0, DBUF_EFORMAT, "wire: tensor P0: bad dim count"},
+    {"dim count 17", AT_ABS, 0, 154, 17, DBUF_EFORMAT, "wire: tensor P0: bad dim count"},
+    {"tensor flags 1", AT_ABS, 0, 178, 1, DBUF_EFORMAT,
+     "wire: tensor P0: unknown flags 0x1 or element size 0"},
+    {"element size 65", AT_ABS, 0, 186, 65, DBUF_EFORMAT,
+     "wire: tensor P0: unknown flags 0x0 or element size 65"},
+    {"owner 7 of 3 ranks", AT_WORD, 3, 4, 7, DBUF_EOWNER,
+     "wire: tensor P4: owner 7 out of range [0, 3)"},
+    {"owner -1", AT_WORD, 3, 0, (uint64_t)-1, DBUF_EOWNER,
+     "wire: tensor P0: owner -1 out of range [0, 3)"},
+    {"first rank offset 5", AT_WORD, 2, 0, 5, DBUF_ELAYOUT,
+     "rank 0: segment starts at 5, not 0"},
+    {"block size 0", AT_ABS, 0, 48, 0, DBUF_EINVAL, "block size must be positive, got 0"},
+    {"chunk size -1", AT_ABS, 0, 56, (uint64_t)-1, DBUF_ELAYOUT,
+     "chunk size -1 is not positive"},
+};
+
+/* Offset of section sec's tag in a message. */
+static int64_t
+section_at(const uint8_t *buf, int sec)
+{
+  int64_t pos = 128;
+  for (int s = 0; s < sec; s++)
+    pos += 16 + (int64_t)get64(buf + pos + 8);
+  return pos;
+}
+
+START_TEST(test_structural)
+{
+  const structural_t *c = &structural[_i];
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR), *back = NULL;
+  uint8_t *buf;
+  int64_t len;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  ck_assert_int_eq(get64(buf + 96), 4);                     /* 4 sections */
+  ck_assert_int_eq(get64(buf + 144), 2);                    /* "P0" */
+  ck_assert_int_eq(get64(buf + section_at(buf, 3)), 4);     /* OWNERS last */
+  int64_t sec = section_at(buf, c->sec);
+  switch (c->where) {
+  case AT_ABS:
+    put64(buf + c->at, c->val);
+    break;
+  case AT_BYTE:
+    buf[c->at] = (uint8_t)c->val;
+    break;
+  case AT_TAG:
+    put64(buf + sec, c->val);
+    break;
+  case AT_LEN:
+    put64(buf + sec + 8, c->val);
+    break;
+  default:
+    put64(buf + sec + 16 + 8 * c->at, c->val);
+    break;
+  }
+  reseal(buf, len);
+  dbuf_diag_clear(&d);
+  int rc = dbuf_wire_decode(buf, len, &back, &d);
+  ck_assert_msg(rc == c->want, "%s: %s (%s), want %s", c->what, dbuf_err_name(rc), d.msg,
+                dbuf_err_name(c->want));
+  ck_assert_msg(strcmp(d.msg, c->msg) == 0, "%s: '%s', want '%s'", c->what, d.msg, c->msg);
+  ck_assert_ptr_null(back);
+  free(buf);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 START_TEST(test_digest_and_args)
 {
   dbuf_layout_t *a = seed_layout(DBUF_LAYOUT_PADDED), *b = seed_layout(DBUF_LAYOUT_UNPADDED);
@@ -505,6 +632,7 @@ wire_suite(void)
   tcase_add_test(tc, test_truncated_and_long);
   tcase_add_test(tc, test_magic_version_kind);
   tcase_add_test(tc, test_forged_fields);
+  tcase_add_loop_test(tc, test_structural, 0, (int)(sizeof structural / sizeof structural[0]));
   tcase_add_test(tc, test_block_row_overflow);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);

@@ -155,9 +155,12 @@ DBUF_EXPORT int dbuf_layout_owner_loads(const dbuf_layout_t *l,
  * \param[in] offsets       count(tensors) entries
  * \param[in] rank_offsets  nranks entries (the first must be 0)
  * \param[in] owners        NULL, or count(tensors) entries (TENSOR)
- * \return 0, or DBUF_EINVAL, DBUF_ENRANKS, DBUF_ELAYOUT (size < 0, chunk
- *   size not positive), DBUF_EOWNER, DBUF_EOVERFLOW (block_size x row size
- *   of a tensor past INT64_MAX), DBUF_ENOMEM
+ * \return 0, or DBUF_EINVAL (NULL tensors, out or rank_offsets, NULL
+ *   offsets with tensors, unknown kind, block_size < 1), DBUF_ENRANKS
+ *   (nranks < 1), DBUF_ELAYOUT (size < 0, rank_offsets[0] not 0, chunk size
+ *   not positive), DBUF_EOWNER (an owner outside [0, nranks)),
+ *   DBUF_EOVERFLOW (block_size x row size of a tensor past INT64_MAX),
+ *   DBUF_ENOMEM; out is written only on success
  */
 DBUF_EXPORT int dbuf_layout_from_parts(const dbuf_tensors_t *tensors,
                                        dbuf_layout_kind_t kind, int nranks,
@@ -313,6 +316,115 @@ DBUF_EXPORT int dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank,
 DBUF_EXPORT int dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor,
                                           dbuf_piece_t *buf, int64_t cap,
                                           int64_t *n);
+
+/* ---------------------------------------------------------------- */
+/* Layout arithmetic: the one place for each formula                 */
+
+/**
+ * \brief The global range of rank `rank` when the layout's S segments are
+ * spread over `nranks` ranks, S a multiple of nranks: with k = S / nranks the
+ * rank holds the k consecutive segments [rank k, (rank + 1) k), that is the
+ * range [range[rank k], range[(rank + 1) k]) (Megatron-FSDP's
+ * get_local_range on one sharded axis; k = 1 is dbuf_layout_rank_range()).
+ *
+ * Not collective.  O(1).
+ * \param[in]  nranks     ranks P, >= 1, dividing dbuf_layout_nranks(l)
+ * \param[in]  rank       in [0, nranks)
+ * \param[out] start, end the global range (the layout's own rank offsets)
+ * \param[out] first_seg  may be NULL: rank k, the rank's first segment
+ * \param[out] nseg       may be NULL: k, its number of segments
+ * \return 0
+ * \return DBUF_EINVAL   NULL l, start or end
+ * \return DBUF_ENRANKS  nranks < 1 or not a divisor of the segment count
+ * \return DBUF_ERANGE   rank outside [0, nranks)
+ */
+DBUF_EXPORT int dbuf_layout_rank_segments(const dbuf_layout_t *l, int nranks,
+                                          int rank, int64_t *start, int64_t *end,
+                                          int *first_seg, int *nseg);
+
+/** The rows of one tensor that a run of its elements touches. */
+typedef struct dbuf_rows {
+  int64_t elem_begin; /**< first element of the run inside the tensor */
+  int64_t nelems;     /**< elements in the run; 0 for an empty run */
+  int64_t first_row;  /**< row of the first element: elem_begin / row_elems */
+  int64_t first_col;  /**< its column: elem_begin % row_elems */
+  int64_t nrows;      /**< rows touched, cut ones included; 0 if empty */
+  int cut_first;      /**< the run starts inside its first row (first_col > 0) */
+  int cut_last;       /**< the run ends inside its last row */
+} dbuf_rows_t;
+/*
+ * The rows whose first element lies in the run (the rows a rank owns under
+ * whole-row ownership) are the nrows - cut_first rows from
+ * first_row + cut_first; the last row touched is first_row + nrows - 1; the
+ * run holds whole rows when neither cut_first nor cut_last is set.
+ */
+
+/**
+ * \brief The rows of tensor `tensor` touched by its elements
+ * [elem_begin, elem_begin + nelems).
+ *
+ * Not collective.  O(1).
+ * \param[out] rows  written only on success
+ * \return 0
+ * \return DBUF_EINVAL  NULL t or rows
+ * \return DBUF_ERANGE  tensor id out of range, or the run not inside
+ *                      [0, numel) of the tensor (negative values included)
+ */
+DBUF_EXPORT int dbuf_layout_piece_rows(const dbuf_tensors_t *t, int64_t tensor,
+                                       int64_t elem_begin, int64_t nelems,
+                                       dbuf_rows_t *rows);
+
+/**
+ * \brief The elements of tensor `tensor` inside the global range
+ * [start, end), and the rows they touch: the tensor clipped to the range.
+ *
+ * Not collective.  O(1).  The range may reach outside the buffer.  A tensor
+ * outside the buffer (a layout that fails dbuf_layout_validate()) and a
+ * tensor that does not meet the range give an empty run (nelems 0).
+ * \param[out] rows  written only on success
+ * \return 0
+ * \return DBUF_EINVAL  NULL l or rows, start > end
+ * \return DBUF_ERANGE  tensor id out of range
+ */
+DBUF_EXPORT int dbuf_layout_rows_in(const dbuf_layout_t *l, int64_t tensor,
+                                    int64_t start, int64_t end, dbuf_rows_t *rows);
+
+/**
+ * \brief The part of a piece inside the global range [start, end), as a
+ * piece of the same tensor and rank: elem_begin, nelems, first_row, nrows,
+ * whole_rows and offset describe the clipped extent.
+ *
+ * Not collective.  O(1).  The piece comes from dbuf_layout_rank_pieces() or
+ * dbuf_layout_tensor_pieces() of the same layout; its global start is the
+ * rank's segment start plus piece->offset.  When the piece and the range do
+ * not meet, out->nelems and out->nrows are 0 and out->offset is where the
+ * range begins relative to the piece's segment, clamped to the piece.
+ * \param[out] out  may be the same object as piece; written only on success
+ * \return 0
+ * \return DBUF_EINVAL  NULL argument, start > end
+ * \return DBUF_ERANGE  the piece's tensor or rank out of range, or its
+ *                      extent not inside its tensor and its rank's segment
+ */
+DBUF_EXPORT int dbuf_layout_piece_clip(const dbuf_layout_t *l,
+                                       const dbuf_piece_t *piece, int64_t start,
+                                       int64_t end, dbuf_piece_t *out);
+
+/**
+ * \brief Check that `owner` is a rank of [0, nranks) for tensor `tensor`.
+ *
+ * Not collective.  O(1).  The owner is int64_t so values read from a file or
+ * the wire are checked before they are narrowed to int.
+ * \param[out] diag  may be NULL; on DBUF_EOWNER
+ *                   "tensor NAME: owner O out of range [0, N)"
+ * \return 0
+ * \return DBUF_EINVAL   NULL t
+ * \return DBUF_ERANGE   tensor id out of range
+ * \return DBUF_ENRANKS  nranks < 1
+ * \return DBUF_EOWNER   owner outside [0, nranks)
+ */
+DBUF_EXPORT int dbuf_layout_check_owner(const dbuf_tensors_t *t, int64_t tensor,
+                                        int64_t owner, int nranks,
+                                        dbuf_diag_t *diag);
 
 /** Summary figures of a layout. */
 typedef struct dbuf_layout_stats {

@@ -88,7 +88,9 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  * \return DBUF_ECHECKSUM     header or trailer checksum mismatch
  * \return DBUF_EVERSION      a format version other than DBUF_WIRE_VERSION
  * \return DBUF_ESHAPE, DBUF_EDUP, DBUF_EOVERFLOW, DBUF_EOWNER, DBUF_ENRANKS,
- *         DBUF_ELAYOUT, DBUF_ENOMEM  from rebuilding the tensors and layout
+ *         DBUF_ELAYOUT (also a range that does not end at the size, or does
+ *         not start at 0), DBUF_EINVAL (a block size < 1), DBUF_ENOMEM  from
+ *         rebuilding the tensors and layout (dbuf_layout_from_parts())
  */
 DBUF_EXPORT int dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
                                  dbuf_diag_t *diag);

@@ -70,14 +70,15 @@ describe(const dbuf_layout_t *l, int64_t x, char *buf, size_t len, int64_t *tens
              *row);
     return;
   }
-  int64_t re = dbuf_tensors_row_elems(ts, t), k = x - dbuf_layout_offsets(l)[t];
+  dbuf_rows_t at;
+  dbuf_layout_rows_in(l, t, x, x + 1, &at); /* x < size: no overflow */
   *tensor = t;
-  *row = k / re;
-  if (k % re == 0)
-    snprintf(buf, len, "tensor %s row %" PRId64, dbuf_tensors_name(ts, t), k / re);
+  *row = at.first_row;
+  if (at.first_col == 0)
+    snprintf(buf, len, "tensor %s row %" PRId64, dbuf_tensors_name(ts, t), at.first_row);
   else
     snprintf(buf, len, "tensor %s row %" PRId64 " column %" PRId64,
-             dbuf_tensors_name(ts, t), k / re, k % re);
+             dbuf_tensors_name(ts, t), at.first_row, at.first_col);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -198,27 +199,28 @@ check_boundary(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t x, const char *
   if (x <= 0 || x >= dbuf_layout_size(l) || dbuf_layout_tensor_at(l, x, &t) != 0 || t < 0)
     return;
   const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
-  int64_t off = dbuf_layout_offsets(l)[t], k = x - off;
-  int64_t re = dbuf_tensors_row_elems(ts, t), unit = re * dbuf_layout_block_size(l);
+  int64_t re = dbuf_tensors_row_elems(ts, t), block = dbuf_layout_block_size(l);
+  dbuf_rows_t at;
+  dbuf_layout_rows_in(l, t, x, x + 1, &at); /* x < size: no overflow */
+  int64_t row = at.first_row;
   dbuf__problem_t p;
-  if (k == 0)
+  if (at.elem_begin == 0)
     return;
   if (dbuf_layout_kind(l) == DBUF_LAYOUT_TENSOR) {
-    problem_set(&p, 2, ctx->rank, t, k / re,
+    problem_set(&p, 2, ctx->rank, t, row,
                 "rank %d: segment %s %" PRId64 " cuts tensor %s row %" PRId64
                 " (TensorAtomic: a tensor is never split)",
-                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re);
-  } else if (k % re != 0) {
-    problem_set(&p, 2, ctx->rank, t, k / re,
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), row);
+  } else if (at.first_col != 0) {
+    problem_set(&p, 2, ctx->rank, t, row,
                 "rank %d: segment %s %" PRId64 " is inside tensor %s row %" PRId64
                 " (column %" PRId64 " of %" PRId64 ")",
-                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re, k % re, re);
-  } else if (k % unit != 0) {
-    problem_set(&p, 2, ctx->rank, t, k / re,
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), row, at.first_col, re);
+  } else if (row % block != 0) {
+    problem_set(&p, 2, ctx->rank, t, row,
                 "rank %d: segment %s %" PRId64 " is inside a block of tensor %s at row %" PRId64
                 " (block size %" PRId64 ")",
-                ctx->rank, which, x, dbuf_tensors_name(ts, t), k / re,
-                dbuf_layout_block_size(l));
+                ctx->rank, which, x, dbuf_tensors_name(ts, t), row, block);
   } else {
     return;
   }
@@ -226,19 +228,18 @@ check_boundary(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t x, const char *
   dbuf__problem_offer(mine, &p);
 }
 
-/* Rows of tensor t whose first element lies in [a, b). */
+/* Rows of tensor t whose first element lies in [a, b): the rows a rank
+ * holding [a, b) owns. */
 static int64_t
-rows_in(const dbuf_tensors_t *ts, int64_t t, int64_t off, int64_t a, int64_t b,
-        int64_t *first)
+rows_owned(const dbuf_layout_t *l, int64_t t, int64_t a, int64_t b, int64_t *first)
 {
-  int64_t re = dbuf_tensors_row_elems(ts, t), end = off + dbuf_tensors_numel(ts, t);
-  int64_t lo = a > off ? a : off, hi = b < end ? b : end;
-  if (lo >= hi)
+  dbuf_rows_t rows;
+  dbuf_layout_rows_in(l, t, a, b, &rows); /* a <= b */
+  if (rows.nelems == 0)
     return 0;
-  int64_t r0 = (lo - off + re - 1) / re, r1 = (hi - off + re - 1) / re;
   if (first)
-    *first = r0;
-  return r1 - r0;
+    *first = rows.first_row + rows.cut_first;
+  return rows.nrows - rows.cut_first;
 }
 
 /* Tensors with elements in [a, b), in offset order: calls fn for each. */
@@ -253,16 +254,8 @@ for_tensors_in(const dbuf_layout_t *l, int64_t a, int64_t b,
   if (a < dbuf_layout_size(l) && dbuf_layout_tensor_at(l, a, &t) == 0 && t >= 0 &&
       off[t] < a)
     fn(l, t, arg);
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (off[order[mid]] < a)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (; lo < n && off[order[lo]] < b; lo++)
-    fn(l, order[lo], arg);
+  for (int64_t p = dbuf_layout_order_lower(l, a); p < n && off[order[p]] < b; p++)
+    fn(l, order[p], arg);
 }
 
 typedef struct {
@@ -273,8 +266,7 @@ static void
 count_rows(const dbuf_layout_t *l, int64_t t, void *arg)
 {
   count_arg_t *c = arg;
-  c->cnt[t] += rows_in(dbuf_layout_tensors(l), t, dbuf_layout_offsets(l)[t], c->a, c->b,
-                       NULL);
+  c->cnt[t] += rows_owned(l, t, c->a, c->b, NULL);
 }
 
 /* 4. Every row owned exactly once: sums over ranks must equal the rows. */
@@ -316,7 +308,7 @@ check_row_counts(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_
     free(all);
     return g ? g : DBUF_EMPI;
   }
-  int64_t first = 0, k = rows_in(ts, bad, dbuf_layout_offsets(l)[bad], ca.a, ca.b, &first);
+  int64_t first = 0, k = rows_owned(l, bad, ca.a, ca.b, &first);
   if (k > 0) {
     iv[0] = first;
     iv[1] = first + k;
@@ -480,11 +472,11 @@ sample_runs(const dbuf_layout_t *l, int64_t start, int64_t end, int want, int64_
     int64_t x = i == want - 1 ? end - 1 : start + (end - start) / want * i;
     int64_t t = -1, a = x, b = x + 1;
     dbuf_layout_tensor_at(l, x, &t);
-    if (t >= 0) {
-      const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
-      int64_t off = dbuf_layout_offsets(l)[t], re = dbuf_tensors_row_elems(ts, t);
-      a = off + (x - off) / re * re;
-      b = a + re;
+    if (t >= 0) { /* the whole row holding x */
+      dbuf_rows_t at;
+      dbuf_layout_rows_in(l, t, x, x + 1, &at);
+      a = x - at.first_col;
+      b = a + dbuf_tensors_row_elems(dbuf_layout_tensors(l), t);
     }
     if (a < start)
       a = start;

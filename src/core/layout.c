@@ -116,6 +116,33 @@ fail:
 }
 
 int
+dbuf_layout_check_owner(const dbuf_tensors_t *t, int64_t tensor, int64_t owner,
+                        int nranks, dbuf_diag_t *diag)
+{
+  if (t == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (tensor < 0 || tensor >= dbuf_tensors_count(t))
+    return dbuf__diag(diag, DBUF_ERANGE, "tensor id %lld out of range [0, %lld)",
+                      (long long)tensor, (long long)dbuf_tensors_count(t));
+  if (nranks < 1)
+    return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d", nranks);
+  if (owner < 0 || owner >= nranks)
+    return dbuf__diag(diag, DBUF_EOWNER, "tensor %s: owner %lld out of range [0, %d)",
+                      dbuf_tensors_name(t, tensor), (long long)owner, nranks);
+  return 0;
+}
+
+int
+dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks,
+                          dbuf_diag_t *diag)
+{
+  int rc = 0;
+  for (int64_t i = 0; i < dbuf_tensors_count(t) && rc == 0; i++)
+    rc = dbuf_layout_check_owner(t, i, owners[i], nranks, diag);
+  return rc;
+}
+
+int
 dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
                        int nranks, int64_t block_size, int64_t chunk_size,
                        int64_t size, const int64_t *offsets,
@@ -138,6 +165,9 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (size < 0)
     return dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)",
                       (long long)size);
+  if (rank_offsets[0] != 0)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "rank 0: segment starts at %lld, not 0",
+                      (long long)rank_offsets[0]);
   if (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1))
     return dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
                       (long long)chunk_size);
@@ -152,14 +182,9 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
                         dbuf_tensors_name(tensors, i), (long long)block_size,
                         (long long)dbuf_tensors_row_elems(tensors, i));
   }
-  if (owners != NULL) {
-    for (int64_t i = 0; i < n; i++) {
-      if (owners[i] < 0 || owners[i] >= nranks)
-        return dbuf__diag(diag, DBUF_EOWNER,
-                          "tensor %s: owner %d out of range [0, %d)",
-                          dbuf_tensors_name(tensors, i), owners[i], nranks);
-    }
-  }
+  int rc;
+  if (owners != NULL && (rc = dbuf__layout_check_owners(tensors, owners, nranks, diag)) != 0)
+    return rc;
 
   int64_t *off = dbuf__mallocn(n, sizeof *off);
   int64_t *range = dbuf__mallocn((int64_t)nranks + 1, sizeof *range);
@@ -177,7 +202,7 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   range[nranks] = size;
   if (own)
     memcpy(own, owners, (size_t)n * sizeof *own);
-  int rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
+  rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
                                  dbuf__layout_chunked(kind) ? chunk_size : 0,
                                  size, off, range, own, out);
   if (rc != 0)

@@ -304,153 +304,180 @@ frags_fill(frags_t *f, int64_t cursor, int64_t end, int64_t *offsets)
   }
 }
 
-int
-dbuf__layout_build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
-             dbuf_layout_t **out, dbuf_diag_t *diag)
-{
-  int64_t n = dbuf_tensors_count(t), chunk, nreg = 0, nfrag = 0;
-  int64_t *offsets = NULL, *reg = NULL, *range = NULL, size;
-  frag_key_t *fk = NULL;
+/* The padded builder's state: tensors split into regular ones (at least a
+ * chunk) and fragments, and where the placement has got to. */
+typedef struct {
+  const dbuf_tensors_t *t;
+  int64_t n, chunk;
+  int64_t *offsets;   /* [n], the result */
+  int64_t *reg, nreg; /* regular tensor ids, id order */
+  frag_key_t *fk;     /* [nfrag] fragment keys */
+  int64_t nfrag;
   frags_t fr;
-  mintree_t mt = {0, 0, NULL};
+  mintree_t mt;       /* remainders of the unplaced regular tensors */
+  char *placed;       /* [nreg] */
+  int64_t end;        /* end of what is placed so far */
+} padded_t;
+
+static void
+padded_free(padded_t *pd)
+{
+  frags_free(&pd->fr);
+  free(pd->mt.v);
+  free(pd->offsets);
+  free(pd->reg);
+  free(pd->fk);
+  free(pd->placed);
+}
+
+/* Split the tensors into regular ones and fragments; build their indexes. */
+static int
+padded_init(padded_t *pd, const dbuf_tensors_t *t, int64_t block, dbuf_diag_t *diag)
+{
   int rc;
-
-  memset(&fr, 0, sizeof fr);
-  if ((rc = dbuf__layout_chunk(t, p->block_size, &chunk, diag)) != 0)
+  pd->t = t;
+  pd->n = dbuf_tensors_count(t);
+  if ((rc = dbuf__layout_chunk(t, block, &pd->chunk, diag)) != 0)
     return rc;
-  offsets = dbuf__mallocn(n, sizeof *offsets);
-  reg = dbuf__mallocn(n, sizeof *reg);
-  fk = dbuf__mallocn(n, sizeof *fk);
-  if (offsets == NULL || reg == NULL || fk == NULL) {
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
-                    (long long)n);
-    goto fail;
-  }
-  for (int64_t i = 0; i < n; i++) {
+  pd->offsets = dbuf__mallocn(pd->n, sizeof *pd->offsets);
+  pd->reg = dbuf__mallocn(pd->n, sizeof *pd->reg);
+  pd->fk = dbuf__mallocn(pd->n, sizeof *pd->fk);
+  if (pd->offsets == NULL || pd->reg == NULL || pd->fk == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                      (long long)pd->n);
+  for (int64_t i = 0; i < pd->n; i++) {
     int64_t numel = dbuf_tensors_numel(t, i);
-    if (numel < chunk) {
-      fk[nfrag].numel = numel;
-      fk[nfrag].align = p->block_size * dbuf_tensors_row_elems(t, i);
-      fk[nfrag].id = i;
-      nfrag++;
+    if (numel < pd->chunk) {
+      /* block x row size divides the chunk: no overflow */
+      pd->fk[pd->nfrag++] = (frag_key_t){numel, block * dbuf_tensors_row_elems(t, i), i};
     } else {
-      reg[nreg++] = i;
+      pd->reg[pd->nreg++] = i;
     }
   }
-  if ((rc = frags_init(&fr, fk, nfrag)) != 0 ||
-      (rc = mintree_init(&mt, nreg)) != 0) {
-    rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
-    goto fail;
-  }
-  for (int64_t k = 0; k < nreg; k++) {
-    int64_t rem = dbuf_tensors_numel(t, reg[k]) % chunk;
+  if ((rc = frags_init(&pd->fr, pd->fk, pd->nfrag)) != 0 ||
+      (rc = mintree_init(&pd->mt, pd->nreg)) != 0 ||
+      (pd->placed = dbuf__calloc(pd->nreg, 1)) == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
+                      (long long)pd->n);
+  for (int64_t k = 0; k < pd->nreg; k++) {
+    int64_t rem = dbuf_tensors_numel(t, pd->reg[k]) % pd->chunk;
     if (rem != 0)
-      mintree_set(&mt, k, rem);
+      mintree_set(&pd->mt, k, rem);
   }
+  return 0;
+}
 
-  /* Regular tensors in id order; offset stays chunk-aligned between them. */
-  int64_t offset = 0;
-  char *placed = dbuf__calloc(nreg, 1);
-  if (placed == NULL) {
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
-                    (long long)n);
-    goto fail;
-  }
-  for (int64_t k = 0; k < nreg; k++) {
-    if (placed[k])
-      continue;
-    int64_t id = reg[k], numel = dbuf_tensors_numel(t, id);
-    int64_t rem = numel % chunk, end, next;
-    placed[k] = 1;
-    mintree_set(&mt, k, INT64_MAX);
-    offsets[id] = offset;
-    if (dbuf__add(offset, numel, &end) || dbuf__round_up(end, chunk, &next)) {
-      free(placed);
-      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "tensor %s: buffer offset overflows 64 bits",
-                      dbuf_tensors_name(t, id));
-      goto fail;
-    }
-    if (rem == 0) {
-      offset = end;
-      continue;
-    }
-    int64_t gap_end = next;
-    int64_t j = mintree_first(&mt, 1, 0, mt.base, k + 1, chunk - rem);
-    if (j >= 0) {
-      int64_t cid = reg[j], cnumel = dbuf_tensors_numel(t, cid);
-      int64_t crem = cnumel % chunk;
-      placed[j] = 1;
-      mintree_set(&mt, j, INT64_MAX);
-      offsets[cid] = next - crem;
-      gap_end = next - crem;
-      if (dbuf__add(offsets[cid], cnumel, &next)) {
-        free(placed);
-        rc = dbuf__diag(diag, DBUF_EOVERFLOW,
-                        "tensor %s: buffer offset overflows 64 bits",
-                        dbuf_tensors_name(t, cid));
-        goto fail;
-      }
-    }
-    frags_fill(&fr, end, gap_end, offsets);
-    offset = next;
-  }
-  free(placed);
+static void
+padded_take(padded_t *pd, int64_t k, int64_t at)
+{
+  pd->placed[k] = 1;
+  mintree_set(&pd->mt, k, INT64_MAX);
+  pd->offsets[pd->reg[k]] = at;
+}
 
-  /* Fragments left over go at the tail, largest first, each aligned. */
-  for (int64_t gi = 0; gi < fr.ng; gi++) {
-    /* Within a group the tail order is by id across alignments. */
-    fgroup_t *g = &fr.g[gi];
+static int
+overflow_at(const padded_t *pd, int64_t id, dbuf_diag_t *diag)
+{
+  return dbuf__diag(diag, DBUF_EOVERFLOW, "tensor %s: buffer offset overflows 64 bits",
+                    dbuf_tensors_name(pd->t, id));
+}
+
+/*
+ * Regular tensor k at the (chunk-aligned) end.  A tensor that ends inside a
+ * chunk takes the first later conjugate whose remainder fits the rest of the
+ * chunk, placed to end on the chunk boundary, and fragments fill the gap
+ * between them.
+ */
+static int
+place_regular(padded_t *pd, int64_t k, dbuf_diag_t *diag)
+{
+  int64_t id = pd->reg[k], numel = dbuf_tensors_numel(pd->t, id);
+  int64_t rem = numel % pd->chunk, end, next;
+  padded_take(pd, k, pd->end);
+  if (dbuf__add(pd->end, numel, &end) || dbuf__round_up(end, pd->chunk, &next))
+    return overflow_at(pd, id, diag);
+  if (rem == 0) {
+    pd->end = end;
+    return 0;
+  }
+  int64_t gap_end = next;
+  int64_t j = mintree_first(&pd->mt, 1, 0, pd->mt.base, k + 1, pd->chunk - rem);
+  if (j >= 0) {
+    int64_t cid = pd->reg[j], cnumel = dbuf_tensors_numel(pd->t, cid);
+    gap_end = next - cnumel % pd->chunk;
+    padded_take(pd, j, gap_end);
+    if (dbuf__add(gap_end, cnumel, &next))
+      return overflow_at(pd, cid, diag);
+  }
+  frags_fill(&pd->fr, end, gap_end, pd->offsets);
+  pd->end = next;
+  return 0;
+}
+
+/* Fragments left over go at the tail, largest first, each aligned; within a
+ * group the tail order is by id across alignments. */
+static int
+place_tail(padded_t *pd, dbuf_diag_t *diag)
+{
+  frags_t *fr = &pd->fr;
+  for (int64_t gi = 0; gi < fr->ng; gi++) {
+    fgroup_t *g = &fr->g[gi];
     for (;;) {
       fsub_t *best = NULL;
       for (int64_t j = g->sub_begin; j < g->sub_end; j++) {
-        fsub_t *s = &fr.s[j];
-        if (s->head < s->end &&
-            (best == NULL || fr.ids[s->head] < fr.ids[best->head]))
+        fsub_t *s = &fr->s[j];
+        if (s->head < s->end && (best == NULL || fr->ids[s->head] < fr->ids[best->head]))
           best = s;
       }
       if (best == NULL)
         break;
       int64_t at;
-      if (dbuf__round_up(offset, best->align, &at) ||
-          dbuf__add(at, g->numel, &offset)) {
-        rc = dbuf__diag(diag, DBUF_EOVERFLOW,
-                        "tensor %s: buffer offset overflows 64 bits",
-                        dbuf_tensors_name(t, fr.ids[best->head]));
-        goto fail;
-      }
-      offsets[fr.ids[best->head]] = at;
+      if (dbuf__round_up(pd->end, best->align, &at) || dbuf__add(at, g->numel, &pd->end))
+        return overflow_at(pd, fr->ids[best->head], diag);
+      pd->offsets[fr->ids[best->head]] = at;
       best->head++;
     }
   }
+  return 0;
+}
 
-  if ((rc = dbuf__layout_segments(offset, chunk, p->nranks, &range, &size)) != 0) {
+int
+dbuf__layout_build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
+                          dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  padded_t pd;
+  int64_t *range = NULL, size;
+  int rc;
+
+  memset(&pd, 0, sizeof pd);
+  if ((rc = padded_init(&pd, t, p->block_size, diag)) != 0)
+    goto fail;
+  /* Regular tensors in id order; the end stays chunk-aligned between them. */
+  for (int64_t k = 0; k < pd.nreg; k++)
+    if (!pd.placed[k] && (rc = place_regular(&pd, k, diag)) != 0)
+      goto fail;
+  if ((rc = place_tail(&pd, diag)) != 0)
+    goto fail;
+  if ((rc = dbuf__layout_segments(pd.end, pd.chunk, p->nranks, &range, &size)) != 0) {
     if (rc == DBUF_ENOMEM)
-      rc = dbuf__diag(diag, rc, "out of memory for the offsets of %d ranks",
-                      p->nranks);
+      rc = dbuf__diag(diag, rc, "out of memory for the offsets of %d ranks", p->nranks);
     else
       rc = dbuf__diag(diag, rc,
                       "buffer size (%lld elements padded to chunk %lld x %d "
                       "ranks) overflows 64 bits",
-                      (long long)offset, (long long)chunk, p->nranks);
+                      (long long)pd.end, (long long)pd.chunk, p->nranks);
     goto fail;
   }
-  frags_free(&fr);
-  free(mt.v);
-  free(reg);
-  free(fk);
+  int64_t *offsets = pd.offsets;
+  pd.offsets = NULL; /* assemble owns it now */
+  padded_free(&pd);
   rc = dbuf__layout_assemble(t, DBUF_LAYOUT_PADDED, p->nranks, p->block_size,
-                             chunk, size, offsets, range, NULL, out);
+                             pd.chunk, size, offsets, range, NULL, out);
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
 fail: /* diag is written where rc is set */
-  frags_free(&fr);
-  free(mt.v);
-  free(offsets);
-  free(reg);
-  free(fk);
-  free(range);
+  padded_free(&pd);
   return rc;
 }
 
@@ -581,15 +608,10 @@ place_by_owners(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
                     (long long)n);
     goto fail;
   }
-  for (int64_t i = 0; i < n; i++) {
-    if (owners[i] < 0 || owners[i] >= nranks) {
-      rc = dbuf__diag(diag, DBUF_EOWNER,
-                      "tensor %s: owner %d out of range [0, %d)",
-                      dbuf_tensors_name(t, i), owners[i], nranks);
-      goto fail;
-    }
+  if ((rc = dbuf__layout_check_owners(t, owners, nranks, diag)) != 0)
+    goto fail;
+  for (int64_t i = 0; i < n; i++)
     range[owners[i] + 1] += dbuf_tensors_numel(t, i); /* <= total, no overflow */
-  }
   for (int r = 0; r < nranks; r++) {
     range[r + 1] += range[r];
     cursor[r] = range[r];
@@ -756,17 +778,17 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   int nranks = dbuf_layout_nranks(l);
   int64_t n = dbuf_layout_ntensors(l);
+  dbuf_diag_t d;
+  /* An owner out of range is the layout's fault here, not the caller's. */
+  if (dbuf__layout_check_owners(t, owners, nranks, &d) != 0)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "%s", d.msg);
   int64_t *sum = dbuf__calloc(nranks, sizeof *sum);
   int rc = 0;
   if (sum == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
   for (int64_t i = 0; i < n && rc == 0; i++) {
     int64_t c;
-    if (owners[i] < 0 || owners[i] >= nranks)
-      rc = dbuf__diag(diag, DBUF_ELAYOUT,
-                      "tensor %s: owner %d out of range [0, %d)",
-                      dbuf_tensors_name(t, i), owners[i], nranks);
-    else if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
+    if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
         dbuf__add(sum[owners[i]], c, &sum[owners[i]]) != 0)
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",

@@ -206,7 +206,8 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   if (l->kind == DBUF_LAYOUT_TENSOR && l->owners != NULL && ranges_good) {
     for (int64_t i = 0; i < l->n && !c.stop; i++) {
       int o = l->owners[i];
-      if (!dbuf__layout_in_buffer(l, i) || o < 0 || o >= l->nranks)
+      if (!dbuf__layout_in_buffer(l, i) ||
+          dbuf_layout_check_owner(l->tensors, i, o, l->nranks, NULL) != 0)
         continue;
       int64_t off = l->offsets[i], end = off + NUMEL(l, i); /* <= size */
       if (off < l->range[o] || end > l->range[o + 1])

@@ -4,6 +4,8 @@
 
 #include "dbuf/layout.h"
 
+#include "core_internal.h"
+
 struct dbuf_layout {
   dbuf_layout_kind_t kind;
   int nranks;
@@ -36,6 +38,32 @@ dbuf__layout_cut(const dbuf_layout_t *l, int r)
 {
   int64_t x = l->range[r];
   return x < 0 ? 0 : x > l->size ? l->size : x;
+}
+
+/* The intersection [*s, *e) of [a, b) and [lo, hi); non-zero when it is not
+ * empty (then *s < *e).  Every clip of a range to a segment goes here. */
+static inline int
+dbuf__clip(int64_t a, int64_t b, int64_t lo, int64_t hi, int64_t *s, int64_t *e)
+{
+  *s = a > lo ? a : lo;
+  *e = b < hi ? b : hi;
+  return *s < *e;
+}
+
+/* The rows of elements [b, b + n) of a tensor with rows of re elements;
+ * b >= 0, n >= 0, b + n <= numel (no sum overflows).  The one formula of
+ * rows touched (dbuf_layout_piece_rows() checks its arguments first). */
+static inline void
+dbuf__rows(int64_t re, int64_t b, int64_t n, dbuf_rows_t *rows)
+{
+  int64_t e = b + n;
+  rows->elem_begin = b;
+  rows->nelems = n;
+  rows->first_row = b / re;
+  rows->first_col = b % re;
+  rows->nrows = n > 0 ? dbuf__ceil_div(e, re) - rows->first_row : 0;
+  rows->cut_first = n > 0 && rows->first_col != 0;
+  rows->cut_last = n > 0 && e % re != 0;
 }
 
 /* Whether the layout is sane (see struct dbuf_layout); O(1). */
@@ -87,6 +115,10 @@ int dbuf__layout_build_node_packed(const dbuf_tensors_t *t,
 int dbuf__layout_build_compact(const dbuf_tensors_t *t,
                                const dbuf_layout_params_t *p,
                                dbuf_layout_t **out, dbuf_diag_t *diag);
+
+/* dbuf_layout_check_owner() for owners[0 .. count(t)); the first failure. */
+int dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks,
+                              dbuf_diag_t *diag);
 
 /* Rank whose non-empty segment holds i (0 <= i < size). */
 int dbuf__layout_owner(const dbuf_layout_t *l, int64_t i);

@@ -1,6 +1,7 @@
 /* The layout JSON schema: a direct writer (one tensor a line) and a reader. */
 #include "dbuf/layout_json.h"
 #include "core_internal.h"
+#include "layout_internal.h"
 #include "strbuf.h"
 
 #include <jansson.h>
@@ -106,167 +107,199 @@ get_int(const char *name, json_t *obj, const char *key, int required,
   return 0;
 }
 
+/* A layout document being read: the fields of each section in turn. */
+typedef struct {
+  const char *name; /* for messages */
+  dbuf_layout_kind_t kind;
+  int64_t dp, block, size, chunk;
+  json_t *jranks, *jtensors; /* borrowed from the document */
+  int64_t n;                 /* tensors */
+  dbuf_tensors_t *t;
+  int64_t *offsets, *ranks;
+  int *owners;
+  int nowners;
+} doc_t;
+
+/* "layout", "dp_size", "size", "block_size", "chunk_size". */
+static int
+read_header(json_t *root, doc_t *d, dbuf_diag_t *diag)
+{
+  int rc;
+  json_t *jk = json_object_get(root, "layout");
+  if (!json_is_string(jk) || dbuf_layout_kind_parse(json_string_value(jk), &d->kind) != 0)
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s: \"layout\" must be \"padded\", \"unpadded\", "
+                      "\"tensor\" or \"compact\"",
+                      d->name);
+  if ((rc = get_int(d->name, root, "dp_size", 1, &d->dp, diag)) != 0 ||
+      (rc = get_int(d->name, root, "size", 1, &d->size, diag)) != 0)
+    return rc;
+  if ((rc = get_int(d->name, root, "block_size", 0, &d->block, diag)) < 0 ||
+      (rc = get_int(d->name, root, "chunk_size", 0, &d->chunk, diag)) < 0)
+    return rc;
+  if (dbuf__layout_chunked(d->kind) && rc == 1) /* no "chunk_size" */
+    return dbuf__diag(diag, DBUF_EPARSE, "%s: %s layout without \"chunk_size\"",
+                      d->name, dbuf_layout_kind_name(d->kind));
+  if (d->dp < 1 || d->dp > INT32_MAX)
+    return dbuf__diag(diag, DBUF_ENRANKS, "%s: dp_size %lld out of range", d->name,
+                      (long long)d->dp);
+  return 0;
+}
+
+/* The "rank_offsets" and "tensors" arrays exist and have the right sizes;
+ * the arrays of the layout are allocated. */
+static int
+find_arrays(json_t *root, doc_t *d, dbuf_diag_t *diag)
+{
+  d->jranks = json_object_get(root, "rank_offsets");
+  if (!json_is_array(d->jranks) || (int64_t)json_array_size(d->jranks) != d->dp)
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s: \"rank_offsets\" must be an array of dp_size (%lld) "
+                      "integers",
+                      d->name, (long long)d->dp);
+  d->jtensors = json_object_get(root, "tensors");
+  if (!json_is_array(d->jtensors))
+    return dbuf__diag(diag, DBUF_EPARSE, "%s: missing \"tensors\" array", d->name);
+  d->n = (int64_t)json_array_size(d->jtensors);
+  if (d->n == 0)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s: no tensors (\"tensors\" is empty)",
+                      d->name);
+  d->ranks = dbuf__mallocn(d->dp, sizeof *d->ranks);
+  d->offsets = dbuf__mallocn(d->n, sizeof *d->offsets);
+  d->owners = dbuf__mallocn(d->n, sizeof *d->owners);
+  if (d->ranks == NULL || d->offsets == NULL || d->owners == NULL ||
+      dbuf_tensors_create(&d->t) != 0)
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", d->name);
+  return 0;
+}
+
+static int
+read_rank_offsets(doc_t *d, dbuf_diag_t *diag)
+{
+  for (int64_t r = 0; r < d->dp; r++) {
+    json_t *v = json_array_get(d->jranks, (size_t)r);
+    if (!json_is_integer(v))
+      return dbuf__diag(diag, DBUF_EPARSE, "%s: rank_offsets[%lld] is not an integer",
+                        d->name, (long long)r);
+    d->ranks[r] = json_integer_value(v);
+  }
+  return 0;
+}
+
+/* The name and shape of tensors[i], added to d->t. */
+static int
+read_shape(doc_t *d, int64_t i, json_t *e, dbuf_diag_t *diag)
+{
+  json_t *jn = json_object_get(e, "name"), *js = json_object_get(e, "shape");
+  int64_t dims[DBUF_MAX_DIMS];
+  dbuf_diag_t sub;
+  int rc;
+  if (!json_is_object(e) || !json_is_string(jn) || !json_is_array(js) ||
+      json_array_size(js) > DBUF_MAX_DIMS)
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s: tensors[%lld]: expected {\"name\", \"shape\" (at most "
+                      "%d dims), \"offset\"}",
+                      d->name, (long long)i, DBUF_MAX_DIMS);
+  const char *tn = json_string_value(jn);
+  size_t nd = json_array_size(js);
+  for (size_t k = 0; k < nd; k++) {
+    json_t *v = json_array_get(js, k);
+    if (!json_is_integer(v))
+      return dbuf__diag(diag, DBUF_EPARSE, "%s: tensor %s: dim %zu is not an integer",
+                        d->name, tn, k);
+    dims[k] = json_integer_value(v);
+  }
+  if ((rc = dbuf_tensors_add(d->t, tn, (int)nd, dims, &sub)) != 0)
+    return dbuf__diag(diag, rc, "%s: tensors[%lld]: %s", d->name, (long long)i, sub.msg);
+  return 0;
+}
+
+/* tensors[i]: shape, "offset" and the optional "owner". */
+static int
+read_tensor(doc_t *d, int64_t i, dbuf_diag_t *diag)
+{
+  json_t *e = json_array_get(d->jtensors, (size_t)i);
+  int64_t own = 0;
+  dbuf_diag_t sub;
+  int rc;
+  if ((rc = read_shape(d, i, e, diag)) != 0)
+    return rc;
+  const char *tn = dbuf_tensors_name(d->t, i);
+  if ((rc = get_int(d->name, e, "offset", 1, &d->offsets[i], &sub)) != 0)
+    return dbuf__diag(diag, rc, "%s: tensor %s: missing or non-integer \"offset\"",
+                      d->name, tn);
+  if ((rc = get_int(d->name, e, "owner", 0, &own, &sub)) < 0)
+    return dbuf__diag(diag, rc, "%s: tensor %s: \"owner\" is not an integer", d->name,
+                      tn);
+  if (rc == 1) /* no owner */
+    return 0;
+  if ((rc = dbuf_layout_check_owner(d->t, i, own, (int)d->dp, &sub)) != 0)
+    return dbuf__diag(diag, rc, "%s: %s", d->name, sub.msg);
+  d->owners[i] = (int)own;
+  d->nowners++;
+  return 0;
+}
+
+static int
+read_tensors(doc_t *d, dbuf_diag_t *diag)
+{
+  int rc;
+  for (int64_t i = 0; i < d->n; i++)
+    if ((rc = read_tensor(d, i, diag)) != 0)
+      return rc;
+  if (d->nowners != 0 && d->nowners != d->n)
+    return dbuf__diag(diag, DBUF_EOWNER,
+                      "%s: %d of %lld tensors have an \"owner\" (all or none)", d->name,
+                      d->nowners, (long long)d->n);
+  return 0;
+}
+
+/* "logical_size" is redundant: when given, it must agree with the shapes. */
+static int
+check_logical(json_t *root, const doc_t *d, dbuf_diag_t *diag)
+{
+  int64_t logical = 0;
+  int rc = get_int(d->name, root, "logical_size", 0, &logical, diag);
+  if (rc < 0)
+    return rc;
+  if (rc == 0 && logical != dbuf_tensors_total(d->t))
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s: \"logical_size\" is %lld but the tensors hold %lld "
+                      "elements",
+                      d->name, (long long)logical, (long long)dbuf_tensors_total(d->t));
+  return 0;
+}
+
 int
 dbuf_layout_from_json(const char *name, const char *text, size_t len,
                       dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   json_error_t jerr;
-  json_t *root;
-  dbuf_tensors_t *t = NULL;
-  int64_t *offsets = NULL, *ranks = NULL;
-  int *owners = NULL;
+  doc_t d = {.name = name, .block = 1};
+  dbuf_diag_t sub;
   int rc;
 
   if (name == NULL || text == NULL || out == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (root == NULL)
     return dbuf__diag(diag, DBUF_EPARSE, "%s:%d: invalid JSON: %s", name,
                       jerr.line, jerr.text);
-  if (!json_is_object(root)) {
+  if (!json_is_object(root))
     rc = dbuf__diag(diag, DBUF_EPARSE, "%s: expected a JSON object", name);
-    goto out;
-  }
-  json_t *jk = json_object_get(root, "layout");
-  dbuf_layout_kind_t kind;
-  if (!json_is_string(jk) ||
-      dbuf_layout_kind_parse(json_string_value(jk), &kind) != 0) {
-    rc = dbuf__diag(diag, DBUF_EPARSE,
-                    "%s: \"layout\" must be \"padded\", \"unpadded\", "
-                    "\"tensor\" or \"compact\"",
-                    name);
-    goto out;
-  }
-  int64_t dp, block = 1, size, chunk = 0;
-  if ((rc = get_int(name, root, "dp_size", 1, &dp, diag)) != 0 ||
-      (rc = get_int(name, root, "size", 1, &size, diag)) != 0)
-    goto out;
-  if ((rc = get_int(name, root, "block_size", 0, &block, diag)) < 0 ||
-      (rc = get_int(name, root, "chunk_size", 0, &chunk, diag)) < 0)
-    goto out;
-  if ((kind == DBUF_LAYOUT_PADDED || kind == DBUF_LAYOUT_COMPACT) && rc == 1) {
-    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: %s layout without \"chunk_size\"",
-                    name, dbuf_layout_kind_name(kind));
-    goto out;
-  }
-  if (dp < 1 || dp > INT32_MAX) {
-    rc = dbuf__diag(diag, DBUF_ENRANKS, "%s: dp_size %lld out of range", name,
-                    (long long)dp);
-    goto out;
-  }
-  json_t *jr = json_object_get(root, "rank_offsets");
-  if (!json_is_array(jr) || (int64_t)json_array_size(jr) != dp) {
-    rc = dbuf__diag(diag, DBUF_EPARSE,
-                    "%s: \"rank_offsets\" must be an array of dp_size (%lld) "
-                    "integers",
-                    name, (long long)dp);
-    goto out;
-  }
-  ranks = dbuf__mallocn(dp, sizeof *ranks);
-  json_t *jt = json_object_get(root, "tensors");
-  if (!json_is_array(jt)) {
-    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: missing \"tensors\" array", name);
-    goto out;
-  }
-  int64_t n = (int64_t)json_array_size(jt);
-  if (n == 0) {
-    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: no tensors (\"tensors\" is empty)",
-                    name);
-    goto out;
-  }
-  offsets = dbuf__mallocn(n, sizeof *offsets);
-  owners = dbuf__mallocn(n, sizeof *owners);
-  if (ranks == NULL || offsets == NULL || owners == NULL ||
-      (rc = dbuf_tensors_create(&t)) != 0) {
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
-    goto out;
-  }
-  for (int64_t r = 0; r < dp; r++) {
-    json_t *v = json_array_get(jr, (size_t)r);
-    if (!json_is_integer(v)) {
-      rc = dbuf__diag(diag, DBUF_EPARSE, "%s: rank_offsets[%lld] is not an integer",
-                      name, (long long)r);
-      goto out;
-    }
-    ranks[r] = json_integer_value(v);
-  }
-  int nowners = 0;
-  for (int64_t i = 0; i < n; i++) {
-    json_t *e = json_array_get(jt, (size_t)i);
-    json_t *jn = json_object_get(e, "name"), *js = json_object_get(e, "shape");
-    int64_t dims[DBUF_MAX_DIMS], own;
-    dbuf_diag_t d;
-    if (!json_is_object(e) || !json_is_string(jn) || !json_is_array(js) ||
-        json_array_size(js) > DBUF_MAX_DIMS) {
-      rc = dbuf__diag(diag, DBUF_EPARSE,
-                      "%s: tensors[%lld]: expected {\"name\", \"shape\" (at most "
-                      "%d dims), \"offset\"}",
-                      name, (long long)i, DBUF_MAX_DIMS);
-      goto out;
-    }
-    const char *tn = json_string_value(jn);
-    size_t nd = json_array_size(js);
-    for (size_t k = 0; k < nd; k++) {
-      json_t *v = json_array_get(js, k);
-      if (!json_is_integer(v)) {
-        rc = dbuf__diag(diag, DBUF_EPARSE, "%s: tensor %s: dim %zu is not an integer",
-                        name, tn, k);
-        goto out;
-      }
-      dims[k] = json_integer_value(v);
-    }
-    if ((rc = dbuf_tensors_add(t, tn, (int)nd, dims, &d)) != 0) {
-      dbuf__diag(diag, rc, "%s: tensors[%lld]: %s", name, (long long)i, d.msg);
-      goto out;
-    }
-    if ((rc = get_int(name, e, "offset", 1, &offsets[i], &d)) != 0) {
-      dbuf__diag(diag, rc, "%s: tensor %s: missing or non-integer \"offset\"",
-                 name, tn);
-      goto out;
-    }
-    rc = get_int(name, e, "owner", 0, &own, &d);
-    if (rc < 0) {
-      dbuf__diag(diag, rc, "%s: tensor %s: \"owner\" is not an integer", name, tn);
-      goto out;
-    }
-    if (rc == 0) {
-      if (own < 0 || own >= dp) {
-        rc = dbuf__diag(diag, DBUF_EOWNER,
-                        "%s: tensor %s: owner %lld out of range [0, %lld)", name,
-                        tn, (long long)own, (long long)dp);
-        goto out;
-      }
-      owners[i] = (int)own;
-      nowners++;
-    }
-  }
-  if (nowners != 0 && nowners != n) {
-    rc = dbuf__diag(diag, DBUF_EOWNER,
-                    "%s: %d of %lld tensors have an \"owner\" (all or none)", name,
-                    nowners, (long long)n);
-    goto out;
-  }
-  /* "logical_size" is redundant: when given, it must agree with the shapes. */
-  int64_t logical;
-  if ((rc = get_int(name, root, "logical_size", 0, &logical, diag)) < 0)
-    goto out;
-  if (rc == 0 && logical != dbuf_tensors_total(t)) {
-    rc = dbuf__diag(diag, DBUF_EPARSE,
-                    "%s: \"logical_size\" is %lld but the tensors hold %lld "
-                    "elements",
-                    name, (long long)logical, (long long)dbuf_tensors_total(t));
-    goto out;
-  }
-  dbuf_diag_t d;
-  rc = dbuf_layout_from_parts(t, kind, (int)dp, block, chunk, size, offsets,
-                              ranks, nowners ? owners : NULL, out, &d);
-  if (rc != 0)
-    dbuf__diag(diag, rc, "%s: %s", name, d.msg);
-out:
+  else if ((rc = read_header(root, &d, diag)) == 0 &&
+           (rc = find_arrays(root, &d, diag)) == 0 &&
+           (rc = read_rank_offsets(&d, diag)) == 0 &&
+           (rc = read_tensors(&d, diag)) == 0 &&
+           (rc = check_logical(root, &d, diag)) == 0 &&
+           (rc = dbuf_layout_from_parts(d.t, d.kind, (int)d.dp, d.block, d.chunk, d.size,
+                                        d.offsets, d.ranks, d.nowners ? d.owners : NULL,
+                                        out, &sub)) != 0)
+    dbuf__diag(diag, rc, "%s: %s", name, sub.msg);
   json_decref(root);
-  dbuf_tensors_destroy(t);
-  free(offsets);
-  free(ranks);
-  free(owners);
+  dbuf_tensors_destroy(d.t);
+  free(d.offsets);
+  free(d.ranks);
+  free(d.owners);
   return rc;
 }

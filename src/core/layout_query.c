@@ -51,14 +51,27 @@ dbuf_layout_local_range(const dbuf_layout_t *l, int naxes, const int *sizes,
                       "layout has %d segments, not a multiple of the %lld "
                       "shards of the mesh",
                       l->nranks, (long long)nshards);
-  int per = (int)(l->nranks / nshards);
-  int first = (int)idx * per;
+  return dbuf_layout_rank_segments(l, (int)nshards, (int)idx, start, end,
+                                   first_seg, nseg);
+}
+
+int
+dbuf_layout_rank_segments(const dbuf_layout_t *l, int nranks, int rank,
+                          int64_t *start, int64_t *end, int *first_seg, int *nseg)
+{
+  if (l == NULL || start == NULL || end == NULL)
+    return DBUF_EINVAL;
+  if (nranks < 1 || l->nranks % nranks != 0)
+    return DBUF_ENRANKS;
+  if (rank < 0 || rank >= nranks)
+    return DBUF_ERANGE;
+  int k = l->nranks / nranks, first = rank * k; /* <= l->nranks: no overflow */
   *start = l->range[first];
-  *end = l->range[first + per];
-  if (first_seg)
+  *end = l->range[first + k];
+  if (first_seg != NULL)
     *first_seg = first;
-  if (nseg)
-    *nseg = per;
+  if (nseg != NULL)
+    *nseg = k;
   return 0;
 }
 
@@ -122,22 +135,90 @@ dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i, int64_t *tensor)
   return 0;
 }
 
-/* A piece of tensor id (inside the buffer) at [lo, hi) of rank's segment,
- * lo and hi in [0, size]: every difference below is in [0, size]. */
+int
+dbuf_layout_piece_rows(const dbuf_tensors_t *t, int64_t tensor, int64_t elem_begin,
+                       int64_t nelems, dbuf_rows_t *rows)
+{
+  if (t == NULL || rows == NULL)
+    return DBUF_EINVAL;
+  int64_t numel = dbuf_tensors_numel(t, tensor);
+  if (numel < 0 || elem_begin < 0 || nelems < 0 || elem_begin > numel ||
+      nelems > numel - elem_begin)
+    return DBUF_ERANGE;
+  dbuf__rows(dbuf_tensors_row_elems(t, tensor), elem_begin, nelems, rows);
+  return 0;
+}
+
+/* Tensor id clipped to global [start, end): its rows, or an empty run. */
+static void
+rows_in(const dbuf_layout_t *l, int64_t id, int64_t start, int64_t end,
+        dbuf_rows_t *rows)
+{
+  int64_t off = l->offsets[id], numel = dbuf_tensors_numel(l->tensors, id);
+  int64_t lo, hi;
+  memset(rows, 0, sizeof *rows);
+  /* In the buffer, off + numel <= size cannot overflow. */
+  if (numel > 0 && dbuf__layout_in_buffer(l, id) &&
+      dbuf__clip(off, off + numel, start, end, &lo, &hi))
+    dbuf__rows(dbuf_tensors_row_elems(l->tensors, id), lo - off, hi - lo, rows);
+}
+
+int
+dbuf_layout_rows_in(const dbuf_layout_t *l, int64_t tensor, int64_t start,
+                    int64_t end, dbuf_rows_t *rows)
+{
+  if (l == NULL || rows == NULL || start > end)
+    return DBUF_EINVAL;
+  if (tensor < 0 || tensor >= l->n)
+    return DBUF_ERANGE;
+  rows_in(l, tensor, start, end, rows);
+  return 0;
+}
+
+/* The piece of tensor id (inside the buffer) at global [lo, hi) of rank's
+ * segment, off <= lo <= hi <= off + numel: every difference is in [0, size]. */
 static void
 fill_piece(const dbuf_layout_t *l, int64_t id, int rank, int64_t lo, int64_t hi,
            dbuf_piece_t *pc)
 {
-  int64_t off = l->offsets[id], re = dbuf_tensors_row_elems(l->tensors, id);
-  int64_t b = lo - off, e = hi - off;
+  dbuf_rows_t rows;
+  dbuf__rows(dbuf_tensors_row_elems(l->tensors, id), lo - l->offsets[id], hi - lo,
+             &rows);
   pc->tensor = id;
   pc->rank = rank;
-  pc->elem_begin = b;
-  pc->nelems = e - b;
-  pc->first_row = b / re;
-  pc->nrows = dbuf__ceil_div(e, re) - pc->first_row;
-  pc->whole_rows = b % re == 0 && e % re == 0;
+  pc->elem_begin = rows.elem_begin;
+  pc->nelems = rows.nelems;
+  pc->first_row = rows.first_row;
+  pc->nrows = rows.nrows;
+  pc->whole_rows = !rows.cut_first && !rows.cut_last;
   pc->offset = lo - dbuf__layout_cut(l, rank);
+}
+
+int
+dbuf_layout_piece_clip(const dbuf_layout_t *l, const dbuf_piece_t *piece,
+                       int64_t start, int64_t end, dbuf_piece_t *out)
+{
+  if (l == NULL || piece == NULL || out == NULL || start > end)
+    return DBUF_EINVAL;
+  int64_t id = piece->tensor;
+  int rank = piece->rank;
+  if (id < 0 || id >= l->n || rank < 0 || rank >= l->nranks ||
+      !dbuf__layout_in_buffer(l, id))
+    return DBUF_ERANGE;
+  /* The piece must lie in its tensor and its segment: then every position
+   * below is in [0, size]. */
+  int64_t s = dbuf__layout_cut(l, rank), e = dbuf__layout_cut(l, rank + 1);
+  int64_t off = l->offsets[id], numel = dbuf_tensors_numel(l->tensors, id);
+  if (piece->offset < 0 || piece->nelems < 0 || piece->offset > e - s ||
+      piece->nelems > e - s - piece->offset ||
+      s + piece->offset - off != piece->elem_begin || piece->elem_begin < 0 ||
+      piece->nelems > numel - piece->elem_begin)
+    return DBUF_ERANGE;
+  int64_t gb = s + piece->offset, ge = gb + piece->nelems, lo, hi;
+  if (!dbuf__clip(gb, ge, start, end, &lo, &hi)) /* empty: clamp into the piece */
+    hi = lo = lo < gb ? gb : lo > ge ? ge : lo;
+  fill_piece(l, id, rank, lo, hi, out);
+  return 0;
 }
 
 int
@@ -157,11 +238,12 @@ dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank, dbuf_piece_t *buf,
       if (off >= e)
         break;
       /* A tensor outside the buffer is in no segment (validate says so). */
-      if (numel == 0 || !dbuf__layout_in_buffer(l, id) || off + numel <= s)
+      int64_t lo, hi;
+      if (numel == 0 || !dbuf__layout_in_buffer(l, id) ||
+          !dbuf__clip(off, off + numel, s, e, &lo, &hi))
         continue;
       if (buf != NULL && count < cap)
-        fill_piece(l, id, rank, off > s ? off : s,
-                   off + numel < e ? off + numel : e, &buf[count]);
+        fill_piece(l, id, rank, lo, hi, &buf[count]);
       count++;
     }
   }
@@ -184,10 +266,9 @@ dbuf_layout_tensor_pieces(const dbuf_layout_t *l, int64_t tensor,
     int64_t end = off + numel; /* <= size */
     for (int r = dbuf__layout_owner(l, off);
          r < l->nranks && dbuf__layout_cut(l, r) < end; r++) {
-      int64_t rs = dbuf__layout_cut(l, r), re = dbuf__layout_cut(l, r + 1);
-      int64_t lo = off > rs ? off : rs;
-      int64_t hi = end < re ? end : re;
-      if (lo >= hi)
+      int64_t lo, hi;
+      if (!dbuf__clip(off, end, dbuf__layout_cut(l, r), dbuf__layout_cut(l, r + 1),
+                      &lo, &hi))
         continue;
       if (buf != NULL && count < cap)
         fill_piece(l, tensor, r, lo, hi, &buf[count]);

@@ -82,6 +82,21 @@ push_cross(dbuf_nodes_t *n, int64_t *cap, int64_t tensor, int64_t first_side)
   return 0;
 }
 
+/* Close the side cur of tensor id, whose run ends at global end_at. */
+static int
+close_side(dbuf_nodes_t *n, int64_t *cap, const dbuf_layout_t *l, int64_t id,
+           dbuf_node_side_t *cur, int64_t end_at)
+{
+  dbuf_rows_t rows;
+  int64_t off = dbuf_layout_offsets(l)[id];
+  dbuf_layout_piece_rows(dbuf_layout_tensors(l), id, cur->elem_begin,
+                         end_at - off - cur->elem_begin, &rows);
+  cur->nelems = rows.nelems;
+  cur->first_row = rows.first_row;
+  cur->rows = rows.nrows;
+  return push_side(n, cap, cur);
+}
+
 /* Every tensor whose elements lie on more than one node run.  The tensors
  * are walked in offset order with a segment cursor that never moves back, so
  * each segment is visited once per tensor it intersects: O(n + segments). */
@@ -97,41 +112,30 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
   /* The layout is sane (dbuf_nodes_create checks it): b <= e <= size. */
   for (int64_t p = 0; p < nt; p++) {
     int64_t id = order[p], b = off[id], e = b + dbuf_tensors_numel(t, id);
-    int64_t re = dbuf_tensors_row_elems(t, id), first_side = n->nsides;
+    int64_t first_side = n->nsides, cur_end = 0, lo, hi;
     if (e == b)
       continue;
     while (s < nseg && range[s + 1] <= b)
       s++;
     dbuf_node_side_t cur = {-1, -1, -1, 0, 0, 0, 0};
-    int64_t cur_end = 0;
     for (int g = s; g < nseg && range[g] < e; g++) {
-      int64_t lo = range[g] > b ? range[g] : b;
-      int64_t hi = range[g + 1] < e ? range[g + 1] : e;
-      if (lo >= hi)
+      if (!dbuf__clip(b, e, range[g], range[g + 1], &lo, &hi))
         continue;
       int rank = g / k, node = n->node_of_rank[rank];
       if (node != cur.node) {
-        if (cur.node >= 0) {
-          cur.nelems = cur_end - cur.elem_begin;
-          cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
-          if (push_side(n, &scap, &cur) != 0)
-            return DBUF_ENOMEM;
-        }
+        if (cur.node >= 0 && close_side(n, &scap, l, id, &cur, cur_end) != 0)
+          return DBUF_ENOMEM;
         cur.node = node;
         cur.first_rank = rank;
         cur.elem_begin = lo - b;
-        cur.first_row = (lo - b) / re;
       }
       cur.last_rank = rank;
-      cur_end = hi - b;
+      cur_end = hi;
     }
-    if (first_side == n->nsides) {
-      n->nsides = first_side; /* one node holds it all: not a crossing */
-      continue;
-    }
-    cur.nelems = cur_end - cur.elem_begin;
-    cur.rows = dbuf__ceil_div(cur_end, re) - cur.first_row;
-    if (push_side(n, &scap, &cur) != 0 || push_cross(n, &ccap, id, first_side) != 0)
+    if (first_side == n->nsides)
+      continue; /* one node holds it all: not a crossing */
+    if (close_side(n, &scap, l, id, &cur, cur_end) != 0 ||
+        push_cross(n, &ccap, id, first_side) != 0)
       return DBUF_ENOMEM;
   }
   if (n->cross_first == NULL && (n->cross_first = malloc(sizeof *n->cross_first)) == NULL)
@@ -168,7 +172,6 @@ dbuf_nodes_create(const dbuf_layout_t *l, int nranks, const int *node_of_rank,
       return dbuf__diag(diag, DBUF_EINVAL, "node %d has no name", i);
 
   int k = nseg / nranks;
-  const int64_t *range = dbuf_layout_range(l);
   dbuf_nodes_t *n = calloc(1, sizeof *n);
   if (n == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
@@ -221,7 +224,8 @@ dbuf_nodes_create(const dbuf_layout_t *l, int nranks, const int *node_of_rank,
     n->contiguous[i] = 1;
     for (int j = n->first_rank_of[i]; j < n->first_rank_of[i + 1]; j++) {
       int r = n->ranks[j];
-      int64_t b = range[r * k], e = range[(r + 1) * k];
+      int64_t b, e;
+      dbuf_layout_rank_segments(l, nranks, r, &b, &e, NULL, NULL); /* checked above */
       if (j == n->first_rank_of[i])
         n->first[i] = n->end[i] = b;
       n->elements[i] += e - b; /* <= size: cannot overflow */

@@ -130,28 +130,24 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
     }
     dbuf_layout_rank_pieces(l, g, pcs, cap, &np);
     for (int64_t i = 0; i < np; i++) {
-      const dbuf_piece_t *pc = &pcs[i];
-      int64_t gb = range[g] + pc->offset, ge = gb + pc->nelems;
-      int64_t e0 = pc->elem_begin;
-      if (ge <= start || gb >= end)
+      dbuf_piece_t pc;
+      dbuf_layout_piece_clip(l, &pcs[i], start, end, &pc); /* a piece of l */
+      if (pc.nelems == 0)
         continue;
-      if (gb < start) {
-        e0 += start - gb;
-        gb = start;
-      }
-      if (ge > end)
-        ge = end;
+      int64_t gb = range[g] + pc.offset, ge = gb + pc.nelems;
       if (gb > pos) { /* padding before the piece */
         memset(out + (pos - start) * elem_size, 0, (size_t)((gb - pos) * elem_size));
         if ((rc = progress_add(&pr, (gb - pos) * elem_size)) != 0)
           goto out;
       }
-      int64_t re = dbuf_tensors_row_elems(t, pc->tensor);
-      int64_t row = e0 / re, col = e0 % re;
+      dbuf_rows_t rows;
+      dbuf_layout_rows_in(l, pc.tensor, gb, ge, &rows);
+      int64_t re = dbuf_tensors_row_elems(t, pc.tensor);
+      int64_t row = rows.first_row, col = rows.first_col;
       for (int64_t at = gb; at < ge;) {
         int64_t take = re - col < ge - at ? re - col : ge - at;
         fill_cols(out + (at - start) * elem_size, elem_size,
-                  row_base(pc->tensor, row), col, col + take);
+                  row_base(pc.tensor, row), col, col + take);
         at += take;
         row++;
         col = 0;
@@ -284,6 +280,8 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
       run_end = off[id] + dbuf_tensors_numel(t, id);
       if (run_end > end)
         run_end = end;
+      /* Row and column by hand, not with dbuf_layout_rows_in() as the fill
+       * does: a bug in the shared row arithmetic must not hide in both. */
       int64_t local = pos - off[id], row = local / re, col = local % re;
       for (int64_t at = pos; at < run_end; row++, col = 0) {
         uint64_t base = row_base(id, row);

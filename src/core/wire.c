@@ -322,18 +322,10 @@ dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum)
   return 0;
 }
 
-int
-dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
-                 dbuf_diag_t *diag)
+/* The magic, the lengths, both checksums and the version. */
+static int
+check_envelope(const uint8_t *p, int64_t len, dbuf_diag_t *diag)
 {
-  const uint8_t *p = buf;
-  dbuf_tensors_t *t = NULL;
-  int64_t *offsets = NULL, *range = NULL, *own64 = NULL;
-  int *owners = NULL;
-  int rc;
-
-  if (buf == NULL || out == NULL || len < 0)
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or negative length");
   if (len < 8 || memcmp(p, DBUF_WIRE_MAGIC, 8) != 0)
     return dbuf__diag(diag, DBUF_EFORMAT,
                       "wire: not a dbuf-shard layout message (bad magic)");
@@ -356,114 +348,154 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
     return dbuf__diag(diag, DBUF_EVERSION,
                       "wire: format version %llu, this build reads version %d",
                       (unsigned long long)version, DBUF_WIRE_VERSION);
+  return 0;
+}
 
-  uint64_t hdr = get_u64(p + 24), kind = get_u64(p + 32);
-  int64_t nranks = (int64_t)get_u64(p + 40), block = (int64_t)get_u64(p + 48);
-  int64_t chunk = (int64_t)get_u64(p + 56), size = (int64_t)get_u64(p + 64);
-  int64_t n = (int64_t)get_u64(p + 72);
-  uint64_t lflags = get_u64(p + 80), words = get_u64(p + 88);
-  uint64_t nsec = get_u64(p + 96);
+/* A message being decoded: its header fields, then the sections' contents. */
+typedef struct {
+  uint64_t kind, words, nsec;
+  int64_t nranks, block, chunk, size, n;
+  int seen; /* bit per section tag */
+  dbuf_tensors_t *t;
+  int64_t *offsets, *range, *own64;
+} msg_t;
+
+/* The header words after the envelope (byte map in dbuf/wire.h). */
+static int
+read_header(const uint8_t *p, msg_t *m, dbuf_diag_t *diag)
+{
+  uint64_t hdr = get_u64(p + 24), lflags = get_u64(p + 80);
+  m->kind = get_u64(p + 32);
+  m->nranks = (int64_t)get_u64(p + 40);
+  m->block = (int64_t)get_u64(p + 48);
+  m->chunk = (int64_t)get_u64(p + 56);
+  m->size = (int64_t)get_u64(p + 64);
+  m->n = (int64_t)get_u64(p + 72);
+  m->words = get_u64(p + 88);
+  m->nsec = get_u64(p + 96);
   if (hdr != DBUF_WIRE_HEADER_BYTES || lflags != 0 || get_u64(p + 104) != 0 ||
-      get_u64(p + 112) != 0 || words < TENSOR_WORDS || words > 64)
+      get_u64(p + 112) != 0 || m->words < TENSOR_WORDS || m->words > 64)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown header fields");
-  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
+  if (m->kind < DBUF_LAYOUT_PADDED || m->kind > DBUF_LAYOUT_COMPACT)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown layout kind %llu",
-                      (unsigned long long)kind);
-  if (nranks < 1 || nranks > INT_MAX)
+                      (unsigned long long)m->kind);
+  if (m->nranks < 1 || m->nranks > INT_MAX)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: rank count %lld out of range",
-                      (long long)nranks);
-  if (n < 0)
+                      (long long)m->nranks);
+  if (m->n < 0)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: negative tensor count");
+  return 0;
+}
 
+/* One required section (tag already checked) read from sr. */
+static int
+read_section(reader_t *sr, uint64_t tag, msg_t *m, dbuf_diag_t *diag)
+{
+  int64_t want, plen = sr->end - sr->pos;
+  int rc;
+  switch (tag) {
+  case SEC_TENSORS:
+    return read_tensors(sr, m->n, (int64_t)m->words, &m->t, diag);
+  case SEC_OFFSETS:
+    rc = r_words(sr, want = m->n, &m->offsets);
+    break;
+  case SEC_RANGE:
+    rc = r_words(sr, want = m->nranks + 1, &m->range);
+    break;
+  default: /* SEC_OWNERS */
+    rc = r_words(sr, want = m->n, &m->own64);
+    break;
+  }
+  if (rc == DBUF_ENOMEM)
+    return dbuf__diag(diag, rc, "wire: out of memory");
+  if (rc != 0 || sr->pos != sr->end)
+    return dbuf__diag(diag, DBUF_EFORMAT,
+                      "wire: section %llu holds %lld bytes, expected %lld words",
+                      (unsigned long long)tag, (long long)plen, (long long)want);
+  return 0;
+}
+
+/* Every section between the header and the trailer. */
+static int
+read_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
+{
   reader_t r = {p, DBUF_WIRE_HEADER_BYTES, len - 8};
-  int seen = 0;
-  for (uint64_t s = 0; s < nsec; s++) {
+  int rc;
+  for (uint64_t s = 0; s < m->nsec; s++) {
     uint64_t tag;
     int64_t plen;
     if (r_u64(&r, &tag) != 0 || r_i64(&r, &plen) != 0 || plen < 0 ||
-        plen > r.end - r.pos) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
-                      (unsigned long long)s);
-      goto fail;
-    }
+        plen > r.end - r.pos)
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
+                        (unsigned long long)s);
     reader_t sr = {p, r.pos, r.pos + plen};
     r.pos += plen;
     if (tag >= SEC_OPTIONAL)
       continue;
-    if (tag < SEC_TENSORS || tag > SEC_OWNERS || (seen & (1 << tag))) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
-                      (unsigned long long)tag);
-      goto fail;
-    }
-    seen |= 1 << tag;
-    int64_t want = -1;
-    switch (tag) {
-    case SEC_TENSORS:
-      if ((rc = read_tensors(&sr, n, (int64_t)words, &t, diag)) != 0)
-        goto fail;
-      break;
-    case SEC_OFFSETS:
-      want = n;
-      rc = r_words(&sr, n, &offsets);
-      break;
-    case SEC_RANGE:
-      want = nranks + 1;
-      rc = r_words(&sr, nranks + 1, &range);
-      break;
-    case SEC_OWNERS:
-      want = n;
-      rc = r_words(&sr, n, &own64);
-      break;
-    }
-    if (rc == DBUF_ENOMEM) {
-      dbuf__diag(diag, rc, "wire: out of memory");
-      goto fail;
-    }
-    if (want >= 0 && (rc != 0 || sr.pos != sr.end)) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: section %llu holds %lld bytes, expected %lld words",
-                      (unsigned long long)tag, (long long)plen, (long long)want);
-      goto fail;
-    }
+    if (tag < SEC_TENSORS || tag > SEC_OWNERS || (m->seen & (1 << tag)))
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
+                        (unsigned long long)tag);
+    m->seen |= 1 << tag;
+    if ((rc = read_section(&sr, tag, m, diag)) != 0)
+      return rc;
   }
-  if (r.pos != r.end) {
-    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the sections",
-                    (long long)(r.end - r.pos));
-    goto fail;
-  }
+  if (r.pos != r.end)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the sections",
+                      (long long)(r.end - r.pos));
   int need = (1 << SEC_TENSORS) | (1 << SEC_OFFSETS) | (1 << SEC_RANGE);
-  if ((seen & need) != need) {
-    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: a required section is missing");
-    goto fail;
-  }
-  if (range[nranks] != size) {
-    rc = dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
-                    (long long)range[nranks], (long long)size);
-    goto fail;
-  }
-  if (own64 != NULL) {
-    owners = dbuf__mallocn(n > 0 ? n : 1, sizeof *owners);
-    if (owners == NULL) {
-      rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-      goto fail;
-    }
-    for (int64_t i = 0; i < n; i++) {
-      if (own64[i] < 0 || own64[i] >= nranks) {
-        rc = dbuf__diag(diag, DBUF_EOWNER, "wire: tensor %s: owner %lld out of range [0, %lld)",
-                        dbuf_tensors_name(t, i), (long long)own64[i], (long long)nranks);
-        goto fail;
+  if ((m->seen & need) != need)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: a required section is missing");
+  return 0;
+}
+
+/* The layout from the sections: the range's end, the owners, then the parts. */
+static int
+assemble(msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  int *owners = NULL;
+  int rc;
+  if (m->range[m->nranks] != m->size)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
+                      (long long)m->range[m->nranks], (long long)m->size);
+  if (m->own64 != NULL) {
+    owners = dbuf__mallocn(m->n > 0 ? m->n : 1, sizeof *owners);
+    if (owners == NULL)
+      return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+    for (int64_t i = 0; i < m->n; i++) {
+      dbuf_diag_t d;
+      if ((rc = dbuf_layout_check_owner(m->t, i, m->own64[i], (int)m->nranks, &d)) != 0) {
+        free(owners);
+        return dbuf__diag(diag, rc, "wire: %s", d.msg);
       }
-      owners[i] = (int)own64[i];
+      owners[i] = (int)m->own64[i];
     }
   }
-  rc = dbuf_layout_from_parts(t, (dbuf_layout_kind_t)kind, (int)nranks, block,
-                              chunk, size, offsets, range, owners, out, diag);
-fail:
-  dbuf_tensors_destroy(t);
-  free(offsets);
-  free(range);
-  free(own64);
+  rc = dbuf_layout_from_parts(m->t, (dbuf_layout_kind_t)m->kind, (int)m->nranks,
+                              m->block, m->chunk, m->size, m->offsets, m->range,
+                              owners, out, diag);
   free(owners);
+  return rc;
+}
+
+int
+dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
+                 dbuf_diag_t *diag)
+{
+  const uint8_t *p = buf;
+  msg_t m;
+  int rc;
+
+  if (buf == NULL || out == NULL || len < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or negative length");
+  if ((rc = check_envelope(p, len, diag)) != 0)
+    return rc;
+  memset(&m, 0, sizeof m);
+  if ((rc = read_header(p, &m, diag)) == 0 && (rc = read_sections(p, len, &m, diag)) == 0)
+    rc = assemble(&m, out, diag);
+  dbuf_tensors_destroy(m.t);
+  free(m.offsets);
+  free(m.range);
+  free(m.own64);
   return rc;
 }
 
