@@ -429,7 +429,7 @@ dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
                      (long long)d[i]);
     if (w < 0 || (size_t)w >= len - used) {
       buf[used] = '\0';
-      return DBUF_ENOMEM;
+      return DBUF_ENOBUFS;
     }
     used += (size_t)w;
   }

@@ -115,7 +115,7 @@ bad "missing shape" "dbuf-shard: $T/s2:3: tensor b: missing shape (expected 'NAM
 printf 'a 4x0\n' >"$T/s3"
 bad "zero non-leading dim" "dbuf-shard: $T/s3:1: tensor a: tensor a: zero-sized non-leading dim 1" plan --shapes "$T/s3"
 printf 'a 4x4\na 2\n' >"$T/s4"
-bad "duplicate name" "dbuf-shard: $T/s4:2: tensor a: tensor a: duplicate name (tensor 0)" plan --shapes "$T/s4"
+bad "duplicate name" "dbuf-shard: $T/s4:2: tensor a: duplicate name (tensor 0)" plan --shapes "$T/s4"
 printf 'a 3x4\n' >"$T/s5"
 bad "block size" "dbuf-shard: $T/s5: tensor a (shape 3x4): dim 0 = 3 not divisible by block size 2" plan --shapes "$T/s5" --block-size 2
 printf 'a 9223372036854775807x2\n' >"$T/s6"
