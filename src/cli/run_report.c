@@ -309,9 +309,9 @@ run_report_problems_err(const run_summary_t *s)
   for (int64_t i = 0; i < s->nproblem_lines; i++)
     fprintf(stderr, "dbuf-shard: %s\n", s->problem_lines[i]);
   if (s->nproblem_lines > 1 || s->problems > 1)
-    fprintf(stderr, "dbuf-shard: FAIL: %" PRId64 " problem%s (%" PRId64 " listed: the first of "
-                    "each rank)\n",
-            s->problems, s->problems == 1 ? "" : "s", s->nproblem_lines);
+    fprintf(stderr, "dbuf-shard: FAIL: %" PRId64 " problem%s (above: the first of each rank "
+                    "that found one)\n",
+            s->problems, s->problems == 1 ? "" : "s");
 }
 
 void
