@@ -79,13 +79,14 @@ END_TEST
  * check (1). */
 START_TEST(test_exit_code_rule)
 {
-  static const int usage[] = {DBUF_EINVAL,  DBUF_EOVERFLOW, DBUF_ESHAPE,   DBUF_EBLOCK,
-                              DBUF_ENRANKS, DBUF_EOWNER,    DBUF_ERANGE,   DBUF_EPARSE,
-                              DBUF_EIO,     DBUF_EFORMAT,   DBUF_EDUP,     DBUF_ENOTFOUND,
-                              DBUF_EMISMATCH, DBUF_EUNSUPPORTED, DBUF_EPARALLEL};
-  static const int fail[] = {DBUF_ENOMEM, DBUF_ELAYOUT, DBUF_ECHECKSUM, DBUF_EVERSION,
-                             DBUF_EMPI,   DBUF_ETOPO,   DBUF_EBIND,     DBUF_EMLOCK,
-                             DBUF_EVERIFY, DBUF_ENOBUFS, DBUF_ECANCELED};
+  static const int usage[] = {DBUF_EINVAL,  DBUF_EOVERFLOW, DBUF_ESHAPE,    DBUF_EBLOCK,
+                              DBUF_ENRANKS, DBUF_EOWNER,    DBUF_ERANGE,    DBUF_ELAYOUT,
+                              DBUF_EPARSE,  DBUF_EIO,       DBUF_EFORMAT,   DBUF_EDUP,
+                              DBUF_ENOTFOUND, DBUF_EMISMATCH, DBUF_EUNSUPPORTED,
+                              DBUF_EPARALLEL};
+  static const int fail[] = {DBUF_ENOMEM, DBUF_ECHECKSUM, DBUF_EVERSION, DBUF_EMPI,
+                             DBUF_ETOPO,  DBUF_EBIND,     DBUF_EMLOCK,   DBUF_EVERIFY,
+                             DBUF_ENOBUFS, DBUF_ECANCELED};
   const int nu = (int)(sizeof usage / sizeof usage[0]), nf = (int)(sizeof fail / sizeof fail[0]);
   ck_assert_msg(nu + nf == NROWS, "the test places %d codes, the table has %d", nu + nf, NROWS);
   for (int i = 0; i < NROWS; i++) {

@@ -26,10 +26,11 @@ extern int cli_quiet; /* the MPI run sets it on ranks other than 0 */
  * The one rule from a library code to the exit status, used by every
  * subcommand: 0 for 0; CLI_EXIT_USAGE (2) for a code that says the request
  * or its input is wrong (EINVAL, EOVERFLOW, ESHAPE, EBLOCK, ENRANKS, EOWNER,
- * ERANGE, EPARSE, EIO, EFORMAT, EDUP, ENOTFOUND, EMISMATCH, EUNSUPPORTED,
- * EPARALLEL); CLI_EXIT_FAIL (1) for a failure of the run or a failed check
- * (ENOMEM, ELAYOUT, ECHECKSUM, EVERSION, EMPI, ETOPO, EBIND, EMLOCK,
- * EVERIFY, ENOBUFS, ECANCELED) and for any code outside the table.  The
+ * ERANGE, ELAYOUT, EPARSE, EIO, EFORMAT, EDUP, ENOTFOUND, EMISMATCH,
+ * EUNSUPPORTED, EPARALLEL); CLI_EXIT_FAIL (1) for a failure of the run or a
+ * failed check (ENOMEM, ECHECKSUM, EVERSION, EMPI, ETOPO, EBIND, EMLOCK,
+ * EVERIFY, ENOBUFS, ECANCELED) and for any code outside the table.  A layout
+ * that is read whole but breaks its invariants is a failed check: EVERIFY.  The
  * README's "Exit status" table says the same; tests/check_error.c holds it.
  */
 int cli_exit_code(int err);
@@ -182,7 +183,7 @@ void cli_problems_free(cli_problems_t *p);
  * --layout-file: read a layout JSON file that must have nranks segments and
  * check every invariant.  Returns 0 and *out, or a DBUF_E* code, printed:
  * the reader's (unreadable, not the schema), DBUF_ENRANKS (another dp_size),
- * DBUF_ELAYOUT with every violation in probs (the first printed), or
+ * DBUF_EVERIFY with every violation in probs (the first printed), or
  * DBUF_ENOMEM.  digest (may be NULL) hashes the file's bytes.
  */
 int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,

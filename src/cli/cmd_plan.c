@@ -247,7 +247,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
       e = append_nodes_json(l, nodes, text, len);
     if (e != 0) {
       cli_err("%s writing the layout", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
+      rc = cli_exit_code(e);
     }
   } else {
     dbuf_report_opts_t ro;
@@ -258,7 +258,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
       rc = cli_exit_code(e);
     } else if (nodes != NULL && (e = append_nodes_text(l, nodes, text, len)) != 0) {
       cli_err("%s writing the node report", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
+      rc = cli_exit_code(e);
     }
   }
   if (rc == 0 && nodes != NULL && o->params.node_size > 0)

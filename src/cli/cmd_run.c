@@ -316,6 +316,41 @@ agree_exit(dbuf_comm_t *ctx, int code)
   return -g;
 }
 
+/* The integer options in effect as text (x.v in the order agree_options
+ * names them), --pp-layers, and the --safetensors list (*st, malloc'd; NULL
+ * without the option or out of memory). */
+typedef struct {
+  char v[12][24];
+  char ppl[24 * DBUF_PARALLEL_MAX_PP];
+} opt_text_t;
+
+static void
+option_text(const run_opts_t *o, int size, opt_text_t *x, char **st)
+{
+  const cli_plan_opts_t *p = &o->plan;
+  const int64_t n[12] = {p->dp_set ? p->params.nranks : size, p->params.block_size,
+                         p->align_bytes, p->ranks_per_node, o->timeout, p->params.node_size,
+                         p->par.tp, p->par.pp, p->par.ep, dbuf_parallel_expert_tp(&p->par),
+                         p->stage, p->par.vocab_divisor};
+  for (int i = 0; i < 12; i++)
+    snprintf(x->v[i], sizeof x->v[i], "%" PRId64, n[i]);
+  x->ppl[0] = '\0';
+  for (int64_t i = 0, at = 0; i < p->par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
+    at += snprintf(x->ppl + at, sizeof x->ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
+                   p->par.pp_layers[i]);
+  *st = NULL;
+  if (p->nsafetensors > 0) {
+    size_t len = 1;
+    for (int i = 0; i < p->nsafetensors; i++)
+      len += strlen(p->safetensors[i]) + 1;
+    if ((*st = malloc(len)) != NULL) {
+      size_t at = 0;
+      for (int i = 0; i < p->nsafetensors; i++)
+        at += (size_t)sprintf(*st + at, "%s%s", i ? " " : "", p->safetensors[i]);
+    }
+  }
+}
+
 /*
  * Every option that shapes the run must be the same on every rank (a rank
  * with another --dp would read past the layout's ranges, another --dtype past
@@ -327,34 +362,12 @@ agree_exit(dbuf_comm_t *ctx, int code)
 static int
 agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
 {
-  char dp[24], block[24], align[24], rpn[24], timeout[24], nodesz[24], *st = NULL;
-  char tp[24], pp[24], ep[24], etp[24], stage[24], vdiv[24], ppl[24 * DBUF_PARALLEL_MAX_PP];
-  snprintf(dp, sizeof dp, "%d", o->plan.dp_set ? o->plan.params.nranks : size);
-  snprintf(block, sizeof block, "%" PRId64, o->plan.params.block_size);
-  snprintf(align, sizeof align, "%" PRId64, o->plan.align_bytes);
-  snprintf(rpn, sizeof rpn, "%" PRId64, o->plan.ranks_per_node);
-  snprintf(timeout, sizeof timeout, "%" PRId64, o->timeout);
-  snprintf(nodesz, sizeof nodesz, "%d", (int)o->plan.params.node_size);
-  snprintf(tp, sizeof tp, "%" PRId64, o->plan.par.tp);
-  snprintf(pp, sizeof pp, "%" PRId64, o->plan.par.pp);
-  snprintf(ep, sizeof ep, "%" PRId64, o->plan.par.ep);
-  snprintf(etp, sizeof etp, "%" PRId64, dbuf_parallel_expert_tp(&o->plan.par));
-  snprintf(stage, sizeof stage, "%" PRId64, o->plan.stage);
-  snprintf(vdiv, sizeof vdiv, "%" PRId64, o->plan.par.vocab_divisor);
-  ppl[0] = '\0';
-  for (int64_t i = 0, at = 0; i < o->plan.par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
-    at += snprintf(ppl + at, sizeof ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
-                   o->plan.par.pp_layers[i]);
-  if (o->plan.nsafetensors > 0) {
-    size_t len = 1;
-    for (int i = 0; i < o->plan.nsafetensors; i++)
-      len += strlen(o->plan.safetensors[i]) + 1;
-    if ((st = malloc(len)) != NULL) {
-      size_t at = 0;
-      for (int i = 0; i < o->plan.nsafetensors; i++)
-        at += (size_t)sprintf(st + at, "%s%s", i ? " " : "", o->plan.safetensors[i]);
-    }
-  }
+  opt_text_t x;
+  char *st = NULL;
+  const char *dp = x.v[0], *block = x.v[1], *align = x.v[2], *rpn = x.v[3], *timeout = x.v[4],
+             *nodesz = x.v[5], *tp = x.v[6], *pp = x.v[7], *ep = x.v[8], *etp = x.v[9],
+             *stage = x.v[10], *vdiv = x.v[11], *ppl = x.ppl;
+  option_text(o, size, &x, &st);
 #define ONOFF(x) ((x) ? "on" : "off")
   const char *by_content = "(compared by content: --check-inputs)";
   const char *const names[] = {
@@ -409,6 +422,7 @@ typedef struct run {
   int rank, size, per;        /* per: segments per rank */
   int can_report;             /* options agreed, --report checked */
   int launched;               /* started by mpirun, srun, ... */
+  int root_failed;            /* rank 0 could not read or plan */
   dbuf_tensors_t *t;
   dbuf_layout_t *planned, *l, *stale;
   const dbuf_layout_t *use;   /* l, or the stale plan of a fault */
@@ -440,8 +454,11 @@ report_stopped(run_t *r, int code)
 {
   if (r->rank != 0 || r->o.report == NULL || !r->can_report)
     return;
-  const char *last = cli_err_last();
-  char *one[1] = {(char *)last};
+  /* The reason as stderr has it after "dbuf-shard: " (rank 0's own
+   * reading or planning error was printed as "rank 0: ..."). */
+  char last[DBUF_DIAG_LEN + 16];
+  snprintf(last, sizeof last, "%s%s", r->root_failed ? "rank 0: " : "", cli_err_last());
+  char *one[1] = {last};
   run_summary_t s = {.nranks = r->size, .per_rank = r->per, .exit_code = code,
                      .verdict = r->probs.n > 0 ? "FAIL" : "ERROR",
                      .phase = r->phase ? r->phase : "start-up", .message = last,
@@ -552,6 +569,7 @@ run_plan(run_t *r)
         rc = cli_build_layout(&r->o.plan, r->t, r->what, &r->planned);
     }
     cli_prog = "dbuf-shard";
+    r->root_failed = rc != 0;
   }
   r->tm.plan = MPI_Wtime() - t0;
   t0 = MPI_Wtime();

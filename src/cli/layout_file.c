@@ -75,7 +75,7 @@ cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out, cli_prob
   if (e == DBUF_ELAYOUT && probs->n > 0) {
     cli_err("%s: FAIL: %lld problem%s, the first: %s", path, (long long)probs->n,
             probs->n == 1 ? "" : "s", probs->line[0]);
-    rc = DBUF_ELAYOUT;
+    rc = DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
     goto out;
   }
   if (e != 0) {

@@ -51,6 +51,7 @@ cli_exit_code(int err)
   case DBUF_ENRANKS:
   case DBUF_EOWNER:
   case DBUF_ERANGE:
+  case DBUF_ELAYOUT:
   case DBUF_EPARSE:
   case DBUF_EIO:
   case DBUF_EFORMAT:
@@ -61,7 +62,6 @@ cli_exit_code(int err)
   case DBUF_EPARALLEL:
     return CLI_EXIT_USAGE;
   case DBUF_ENOMEM:
-  case DBUF_ELAYOUT:
   case DBUF_ECHECKSUM:
   case DBUF_EVERSION:
   case DBUF_EMPI:

@@ -230,7 +230,7 @@ done
 # stale:0 -- rank 0 holds the stale plan, and rank 1 sees its start moved:
 # both ranks' own first problems are listed, rank 0's (the agreed one) first.
 DBUF_FAULT=stale:0 mpi 4 -q --shapes "$T/small.shapes" --layout unpadded --report "$T/fault.json"
-jq_is "$T/fault.json" '[.problems | length, (.problems[0] | test("^rank 0: stale layout: ")), (.problems[1] | test("^rank 1: segment starts at "))]' \
+jq_is "$T/fault.json" '[(.problems | length), (.problems[0] | test("^rank 0: stale layout: ")), (.problems[1] | test("^rank 1: segment starts at "))]' \
   '[2, true, true]' "fault stale:0: the first problem of ranks 0 and 1 in the report"
 for kind in padded tensor; do
   for f in shift:1 stale:1 corrupt:2; do
@@ -274,7 +274,7 @@ bad_input() { # ARGS... then the expected message as the last argument
   fi
   jq_is "$T/stopped.json" '[.verdict, .phase, .exit_code, .problem_count, .message == .problems[0], .ranks]' \
     "[\"ERROR\", \"$PHASE\", 2, 1, true, 4]" "$name: the report says ERROR, where and why"
-  jq_is "$T/stopped.json" '"dbuf-shard: rank 0: " + .message' "$(jq -n --arg m "$want" '$m')" \
+  jq_is "$T/stopped.json" '"dbuf-shard: " + .message' "$(jq -n --arg m "$want" '$m')" \
     "$name: the report's reason is the message"
 }
 PHASE="planning and broadcast"
