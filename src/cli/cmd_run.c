@@ -77,7 +77,9 @@ run_usage(FILE *f)
           "  --check-inputs         every rank reads the input itself; fail, naming the\n"
           "                         ranks and hosts, if any sees different bytes\n"
           "  --report FILE          also write the report as JSON (rank 0, atomically);\n"
-          "                         checked before the run\n"
+          "                         checked before the run; a run stopped by a bad\n"
+          "                         input or a failed phase still writes it (verdict\n"
+          "                         ERROR, the phase and the reason)\n"
           "  --timeout SECONDS      end the job (MPI_Abort) when one phase of the run\n"
           "                         lasts longer: a rank that died while the launcher\n"
           "                         keeps the job would leave the others waiting\n"
@@ -87,7 +89,8 @@ run_usage(FILE *f)
           "Every option but -q must be the same on every rank: a difference ends every\n"
           "rank with exit 2, naming the option and the ranks.\n"
           "Exit status (the same on every rank): 0 PASS, 1 verification or runtime\n"
-          "failure, 2 bad usage or input.\n",
+          "failure, 2 bad usage or input.  Without a launcher it runs as one rank\n"
+          "and says so.\n",
           "llama-3.2-1b", cli_plan_help, CLI_TIMEOUT_DEFAULT);
 }
 
@@ -618,19 +621,30 @@ run_check_inputs(run_t *r)
 static int
 run_layout(run_t *r)
 {
-  int first_seg = r->rank * r->per;
+  /* The rank's run of segments and its range, from the library (one mesh
+   * axis of r->size shards): the same on the layout and a stale copy. */
+  const int one = 1;
+  dbuf_diag_t d;
+  int first_seg = 0, rc = dbuf_layout_local_range(r->l, 1, &r->size, &r->rank, &one, &r->start,
+                                                  &r->end, &first_seg, NULL, &d);
   r->use = r->l;
-  if (r->fault.stale == r->rank &&
-      dbuf_layout_move_cut(r->l, first_seg > 0 ? first_seg : 1, &r->stale) == 0)
+  if (rc == 0 && r->fault.stale == r->rank &&
+      dbuf_layout_move_cut(r->l, first_seg > 0 ? first_seg : 1, &r->stale) == 0) {
     r->use = r->stale;
-  r->start = dbuf_layout_range(r->use)[first_seg];
-  r->end = dbuf_layout_range(r->use)[first_seg + r->per];
+    rc = dbuf_layout_local_range(r->use, 1, &r->size, &r->rank, &one, &r->start, &r->end, NULL,
+                                 NULL, &d);
+  }
+  if (rc != 0)
+    cli_err("rank %d: %s", r->rank, d.msg);
+  int code = phase_end(r, cli_exit_code(rc)); /* every rank, before the next collective */
+  if (code != 0)
+    return code;
   if (r->fault.shift == r->rank)
     r->start += 1;
 
   set_phase(r, "structure verification");
   double t0 = MPI_Wtime();
-  int rc = dbuf_comm_verify_structure(r->ctx, r->use, r->digest, r->start, r->end, &r->vs);
+  rc = dbuf_comm_verify_structure(r->ctx, r->use, r->digest, r->start, r->end, &r->vs);
   r->tm.validate = MPI_Wtime() - t0;
   if (rc != 0 && rc != DBUF_EVERIFY)
     cli_err("structure verification failed: %s", dbuf_strerror(rc));
