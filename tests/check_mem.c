@@ -398,7 +398,7 @@ START_TEST(test_select_small_buffer)
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
   ck_assert_int_eq(dbuf_membind_select(t, &p, NULL, nodes, sizeof nodes, NULL, 0, &d),
-                   DBUF_ERANGE);
+                   DBUF_ENOBUFS);
   ck_assert_str_eq(nodes, "xx");
   ck_assert_msg(strstr(d.msg, "needs 4 bytes") != NULL, "%s", d.msg);
   ck_assert_int_eq(dbuf_membind_select(NULL, &p, NULL, nodes, 3, NULL, 0, NULL), DBUF_EINVAL);
@@ -672,7 +672,7 @@ START_TEST(test_real_cpubind)
 
   char tiny[1] = "";
   ck_assert_int_eq(dbuf_topo_get_cpubind(t, tiny, sizeof tiny, nodes, sizeof nodes, NULL, &d),
-                   DBUF_ERANGE);
+                   DBUF_ENOBUFS);
   ck_assert_ptr_nonnull(strstr(d.msg, "needs"));
   dbuf_topo_destroy(t);
 }

@@ -10,6 +10,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/layout_facts.h"
 #include "dbuf/layout_json.h"
 #include "dbuf/models.h"
 #include "dbuf/nodes.h"

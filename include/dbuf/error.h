@@ -6,6 +6,20 @@
  * only on success.  Functions that take a dbuf_diag_t * fill it, when it is
  * not NULL, with one line for people that names what is wrong (the tensor,
  * the value, the rank, or the file and line).
+ *
+ * Two codes mean the same thing in every function:
+ *  - DBUF_ENOBUFS: a caller's output buffer (char *buf, size_t len) is too
+ *    short (each function says what buf then holds).  (Functions
+ *    that fill an array and report the total count instead, such as
+ *    dbuf_layout_rank_pieces, return 0 and the count: ask, then allocate.)
+ *  - DBUF_ECANCELED: a callback that may stop the work (a progress function)
+ *    returned non-zero before the work was done.  A visitor that stops a
+ *    search early (violations, differences) cancels nothing: the function
+ *    still returns its verdict.
+ *
+ * Messages never repeat their context: a callee names the thing it checks
+ * ("tensor a: duplicate name"), and a caller adds only what the callee
+ * cannot know ("model.shapes:2: tensor a: duplicate name").
  */
 #ifndef DBUF_ERROR_H
 #define DBUF_ERROR_H
@@ -47,14 +61,24 @@ extern "C" {
   X(EMISMATCH, -21, "ranks disagree")                                          \
   X(EVERIFY, -22, "verification failed")                                       \
   X(EUNSUPPORTED, -23, "not supported")                                       \
-  X(EPARALLEL, -24, "model not divisible by the parallel degree")
+  X(EPARALLEL, -24, "model not divisible by the parallel degree")              \
+  X(ENOBUFS, -25, "output buffer too small")                                   \
+  X(ECANCELED, -26, "stopped by the caller's callback")
 
-/** Error codes; every one is negative. */
+/* One "+ 1" per row of the table: DBUF_ERRNO_MAX counts them. */
+#define DBUF__ERR_COUNT(name, val, msg) +1
+
+/**
+ * Error codes; every one is negative.  The rows of DBUF_ERRNO_MAP are
+ * numbered -1, -2, ... in order (error.c asserts it), so every code lies in
+ * (DBUF_ERRNO_MAX, 0): DBUF_ERRNO_MAX is one past the last code, counted from
+ * the table, and is itself no code.
+ */
 typedef enum dbuf_errno {
 #define DBUF__ERR_ENUM(name, val, msg) DBUF_##name = (val),
   DBUF_ERRNO_MAP(DBUF__ERR_ENUM)
 #undef DBUF__ERR_ENUM
-  DBUF_ERRNO_MAX = -25
+  DBUF_ERRNO_MAX = -(1 DBUF_ERRNO_MAP(DBUF__ERR_COUNT))
 } dbuf_errno_t;
 
 /** \brief Static message for an error code; never NULL, also for unknown codes. */

@@ -127,7 +127,7 @@ DBUF_EXPORT int dbuf_bind_parse(const char *s, dbuf_bind_t *out, dbuf_diag_t *di
  * \return DBUF_EINVAL       NULL topo, cpus or nodes
  * \return DBUF_EUNSUPPORTED topology is synthetic or XML
  * \return DBUF_EBIND        the OS does not report the binding
- * \return DBUF_ERANGE       a buffer is too small (diag says how much is needed)
+ * \return DBUF_ENOBUFS      a buffer is too small (diag says how much is needed)
  * \return DBUF_ENOMEM       out of memory
  */
 DBUF_EXPORT int dbuf_topo_get_cpubind(const dbuf_topo_t *topo, char *cpus, size_t cpus_len,
@@ -145,7 +145,7 @@ DBUF_EXPORT int dbuf_topo_get_cpubind(const dbuf_topo_t *topo, char *cpus, size_
  * \param[out] cpus         the PU list, cpus_len bytes of room
  * \return 0, DBUF_EINVAL (NULL argument, DBUF_BIND_NONE or unknown how,
  *         negative local_index), DBUF_ETOPO (no cores / no node with CPUs),
- *         DBUF_ERANGE (buffer too small), DBUF_ENOMEM
+ *         DBUF_ENOBUFS (buffer too small), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_topo_bind_target(const dbuf_topo_t *topo, dbuf_bind_t how, int local_index,
                                       char *cpus, size_t cpus_len, dbuf_diag_t *diag);
@@ -214,7 +214,8 @@ DBUF_EXPORT int dbuf_membind_parse(const char *s, dbuf_membind_t *out, dbuf_diag
  * \return DBUF_EINVAL  NULL argument, unknown kind, negative node, strict not 0/1,
  *                      empty or malformed cpus
  * \return DBUF_ERANGE  node N does not exist (diag names N and the node count);
- *                      cpus outside the topology; a buffer too small
+ *                      cpus outside the topology
+ * \return DBUF_ENOBUFS a buffer too small
  * \return DBUF_ETOPO   the CPU binding has no local NUMA node
  * \return DBUF_EBIND   the OS does not report the process's binding
  * \return DBUF_ENOMEM  out of memory

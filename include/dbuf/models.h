@@ -55,7 +55,7 @@ DBUF_EXPORT const char *dbuf_model_name(int i);
  * \return 0, or
  *   DBUF_EINVAL (buf is NULL or len is 0),
  *   DBUF_ERANGE (i out of range; buf is set to ""),
- *   DBUF_ENOMEM (buf too small; buf holds the truncated text)
+ *   DBUF_ENOBUFS (buf too small; buf holds the truncated text)
  */
 DBUF_EXPORT int dbuf_model_summary(int i, char *buf, size_t len);
 

@@ -28,7 +28,7 @@ extern "C" {
 /** \brief The 64-bit pattern word of element (tensor, row, col).  Not collective. */
 DBUF_EXPORT uint64_t dbuf_pattern_word(int64_t tensor, int64_t row, int64_t col);
 
-/** Progress callback: done and total bytes; return non-zero to stop (DBUF_EINVAL). */
+/** Progress callback: done and total bytes; return non-zero to stop (DBUF_ECANCELED). */
 typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
 
 /**
@@ -38,8 +38,8 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * written exactly once.
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
- * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size,
- *   a stop from progress), DBUF_ERANGE (0 <= start <= end <= size violated),
+ * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size),
+ *   DBUF_ECANCELED (progress returned non-zero), DBUF_ERANGE (0 <= start <= end <= size violated),
  *   DBUF_ELAYOUT (rank offsets out of order or a tensor outside the buffer:
  *   validate first), DBUF_EOVERFLOW ((end - start) x elem_size bytes)
  */

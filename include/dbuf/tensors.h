@@ -94,7 +94,8 @@ DBUF_EXPORT int dbuf_tensors_find(const dbuf_tensors_t *t, const char *name,
 
 /**
  * \brief Write the shape as "d0xd1x..." into buf (always NUL-terminated).
- * \return 0, or DBUF_EINVAL, DBUF_ERANGE (id), DBUF_ENOMEM (buf too small)
+ * \return 0, or DBUF_EINVAL, DBUF_ERANGE (id), DBUF_ENOBUFS (buf too small;
+ *   buf holds the truncated text)
  */
 DBUF_EXPORT int dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id,
                                        char *buf, size_t len);

@@ -23,8 +23,15 @@ const char *cli_err_last(void);
 extern int cli_quiet; /* the MPI run sets it on ranks other than 0 */
 
 /*
- * Exit status of a failed input or planning step: DBUF_ENOMEM is a runtime
- * failure (1), every other code a bad input (2); 0 for 0.
+ * The one rule from a library code to the exit status, used by every
+ * subcommand: 0 for 0; CLI_EXIT_USAGE (2) for a code that says the request
+ * or its input is wrong (EINVAL, EOVERFLOW, ESHAPE, EBLOCK, ENRANKS, EOWNER,
+ * ERANGE, ELAYOUT, EPARSE, EIO, EFORMAT, EDUP, ENOTFOUND, EMISMATCH,
+ * EUNSUPPORTED, EPARALLEL); CLI_EXIT_FAIL (1) for a failure of the run or a
+ * failed check (ENOMEM, ECHECKSUM, EVERSION, EMPI, ETOPO, EBIND, EMLOCK,
+ * EVERIFY, ENOBUFS, ECANCELED) and for any code outside the table.  A layout
+ * that is read whole but breaks its invariants is a failed check: EVERIFY.  The
+ * README's "Exit status" table says the same; tests/check_error.c holds it.
  */
 int cli_exit_code(int err);
 
@@ -146,8 +153,8 @@ int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
  * Read the tensors named by the options (default: the built-in default
  * model; with the parallel options, its stage o->stage, or the largest
  * stage when -1) and build the layout.  digest (may be NULL) hashes the input bytes.
- * Returns 0 or CLI_EXIT_USAGE with the error printed as
- * "dbuf-shard: FILE:LINE: ...".
+ * Both return 0 or a DBUF_E* code with the error printed as
+ * "dbuf-shard: FILE:LINE: ..." (map it with cli_exit_code).
  */
 int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                      uint64_t *digest, char *what, size_t what_len);
@@ -174,14 +181,14 @@ void cli_problems_free(cli_problems_t *p);
 
 /*
  * --layout-file: read a layout JSON file that must have nranks segments and
- * check every invariant.  Returns 0 and *out; CLI_EXIT_USAGE (unreadable,
- * not the schema, another dp_size: printed); or CLI_EXIT_FAIL with every
- * violation in probs (the first printed) or another failure (printed).
- * digest (may be NULL) hashes the file's bytes.
+ * check every invariant.  Returns 0 and *out, or a DBUF_E* code, printed:
+ * the reader's (unreadable, not the schema), DBUF_ENRANKS (another dp_size),
+ * DBUF_EVERIFY with every violation in probs (the first printed), or
+ * DBUF_ENOMEM.  digest (may be NULL) hashes the file's bytes.
  */
 int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,
                          cli_problems_t *probs, uint64_t *digest);
-/* The digest of a file's bytes (for --check-inputs); 0 or CLI_EXIT_USAGE. */
+/* The digest of a file's bytes (for --check-inputs); 0 or a DBUF_E* code. */
 int cli_file_digest(const char *path, uint64_t *digest);
 
 int cmd_plan(int argc, char **argv);

@@ -233,8 +233,10 @@ cmd_compare(int argc, char **argv)
   } else {
     memset(on, 1, (size_t)nschemes);
   }
-  if ((rc = cli_load_tensors(&o, &t, NULL, what, sizeof what)) != 0)
+  if ((rc = cli_load_tensors(&o, &t, NULL, what, sizeof what)) != 0) {
+    rc = cli_exit_code(rc);
     goto out;
+  }
 
   for (int i = 0; i < nschemes; i++) {
     dbuf_diag_t d;
@@ -244,7 +246,7 @@ cmd_compare(int argc, char **argv)
                                 &rows[nrows].st, &d);
     if (e != 0) {
       cli_err("%s: %s: %s", what, dbuf_scheme_name(i), d.msg);
-      rc = e == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+      rc = cli_exit_code(e);
       goto out;
     }
     rows[nrows++].scheme = dbuf_scheme_name(i);

@@ -27,7 +27,7 @@ cmd_models(int argc, char **argv)
     char summary[DBUF_MODEL_SUMMARY_LEN];
     if (dbuf_model_build(dbuf_model_name(i), &t, &d) != 0) {
       cli_err("%s", d.msg);
-      return CLI_EXIT_FAIL;
+      return cli_exit_code(d.code);
     }
     dbuf_model_summary(i, summary, sizeof summary);
     printf("%-16s %8lld %18lld  %s\n", dbuf_model_name(i),

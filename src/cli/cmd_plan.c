@@ -167,7 +167,7 @@ append_node_packing(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const cha
 
   ob.params.node_size = 0;
   if ((rc = cli_build_layout(&ob, t, what, &lb)) != 0)
-    return rc;
+    return cli_exit_code(rc);
   if (dbuf_nodes_create_blocked(lb, dbuf_layout_nranks(lb), (int)o->ranks_per_node,
                                 o->elem_size, &nb, &d) != 0 ||
       node_figures(lb, nb, o->elem_size, &b) != 0 ||
@@ -269,8 +269,10 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
   int rc, e;
 
   if ((rc = cli_load_tensors(o, &t, NULL, what, sizeof what)) != 0 ||
-      (rc = cli_build_layout(o, t, what, &l)) != 0)
+      (rc = cli_build_layout(o, t, what, &l)) != 0) {
+    rc = cli_exit_code(rc);
     goto out;
+  }
   if (o->ranks_per_node > 0) {
     e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o->ranks_per_node,
                                   o->elem_size, &nodes, &d);
@@ -286,7 +288,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
       e = append_nodes_json(l, nodes, text, len);
     if (e != 0) {
       cli_err("%s writing the layout", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
+      rc = cli_exit_code(e);
     }
   } else {
     dbuf_report_opts_t ro;
@@ -302,7 +304,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
       rc = cli_exit_code(e);
     } else if (nodes != NULL && (e = append_nodes_text(l, nodes, text, len)) != 0) {
       cli_err("%s writing the node report", dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
+      rc = cli_exit_code(e);
     }
   }
   if (rc == 0 && nodes != NULL && o->params.node_size > 0)

@@ -16,6 +16,7 @@
 #include "watchdog.h"
 
 #include "dbuf/comm.h"
+#include "dbuf/layout_facts.h"
 #include "dbuf/mem.h"
 #include "dbuf/nodes.h"
 #include "dbuf/pattern.h"
@@ -45,6 +46,8 @@ enum {
 };
 
 #define SAMPLE_ROWS 8 /* rows per rank that rank 0 spot-checks */
+#define MIB 1048576.0  /* progress lines use binary units */
+#define GIB 1073741824.0
 
 static void
 run_usage(FILE *f)
@@ -74,7 +77,9 @@ run_usage(FILE *f)
           "  --check-inputs         every rank reads the input itself; fail, naming the\n"
           "                         ranks and hosts, if any sees different bytes\n"
           "  --report FILE          also write the report as JSON (rank 0, atomically);\n"
-          "                         checked before the run\n"
+          "                         checked before the run; a run stopped by a bad\n"
+          "                         input or a failed phase still writes it (verdict\n"
+          "                         ERROR, the phase and the reason)\n"
           "  --timeout SECONDS      end the job (MPI_Abort) when one phase of the run\n"
           "                         lasts longer: a rank that died while the launcher\n"
           "                         keeps the job would leave the others waiting\n"
@@ -84,7 +89,8 @@ run_usage(FILE *f)
           "Every option but -q must be the same on every rank: a difference ends every\n"
           "rank with exit 2, naming the option and the ranks.\n"
           "Exit status (the same on every rank): 0 PASS, 1 verification or runtime\n"
-          "failure, 2 bad usage or input.\n",
+          "failure, 2 bad usage or input.  Without a launcher it runs as one rank\n"
+          "and says so.\n",
           "llama-3.2-1b", cli_plan_help, CLI_TIMEOUT_DEFAULT);
 }
 
@@ -267,37 +273,6 @@ parse_faults(const char *spec, fault_t *f)
   return rc;
 }
 
-/* A stale plan: the layout with one cut moved by one row, as an older plan
- * for other shapes would have it.  Cut c = the hit rank's first segment
- * (segment 1 for rank 0).  NULL if no cut can move. */
-static dbuf_layout_t *
-stale_layout(const dbuf_layout_t *l, int first_seg)
-{
-  int nr = dbuf_layout_nranks(l), c = first_seg > 0 ? first_seg : 1;
-  if (nr < 2)
-    return NULL;
-  int64_t *range = malloc((size_t)(nr + 1) * sizeof *range), t = -1;
-  if (range == NULL)
-    return NULL;
-  memcpy(range, dbuf_layout_range(l), (size_t)(nr + 1) * sizeof *range);
-  int64_t x = range[c];
-  if (x > 0)
-    dbuf_layout_tensor_at(l, x - 1, &t);
-  int64_t step = t >= 0 ? dbuf_tensors_row_elems(dbuf_layout_tensors(l), t) : 1;
-  if (x - step >= range[c - 1])
-    range[c] = x - step;
-  else if (x + step <= range[c + 1])
-    range[c] = x + step;
-  dbuf_layout_t *s = NULL;
-  if (range[c] != x)
-    dbuf_layout_from_parts(dbuf_layout_tensors(l), dbuf_layout_kind(l), nr,
-                           dbuf_layout_block_size(l), dbuf_layout_chunk_size(l),
-                           dbuf_layout_size(l), dbuf_layout_offsets(l), range,
-                           dbuf_layout_owners(l), &s, NULL);
-  free(range);
-  return s;
-}
-
 /* Flip one element of a tensor row near the middle of the segment. */
 static void
 corrupt_one(const dbuf_layout_t *l, int64_t start, int64_t end, void *seg, int64_t es)
@@ -327,71 +302,11 @@ on_progress(int64_t done, int64_t total, void *arg)
   progress_t *p = arg;
   double now = MPI_Wtime();
   if (!p->quiet && now - p->last >= 1.0 && done < total) {
-    fprintf(stderr, "dbuf-shard: rank 0: %.0f%% (%.0f of %.0f MB)\n",
-            100.0 * (double)done / (double)total, (double)done / 1e6, (double)total / 1e6);
+    fprintf(stderr, "dbuf-shard: rank 0: %.0f%% (%.0f of %.0f MiB)\n",
+            100.0 * (double)done / (double)total, (double)done / MIB, (double)total / MIB);
     p->last = now;
   }
   return 0;
-}
-
-/* First and last (tensor, row) held in [start, end) of segments [s0, s1). */
-static void
-first_last(const dbuf_layout_t *l, int s0, int s1, int64_t start, int64_t end,
-           run_rank_rec_t *rec)
-{
-  rec->first_tensor = rec->last_tensor = rec->first_row = rec->last_row = -1;
-  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
-  for (int g = s0; g < s1; g++) {
-    int64_t n = 0;
-    dbuf_layout_rank_pieces(l, g, NULL, 0, &n);
-    dbuf_piece_t *pc = malloc((size_t)(n > 0 ? n : 1) * sizeof *pc);
-    if (pc == NULL)
-      return;
-    dbuf_layout_rank_pieces(l, g, pc, n, &n);
-    int64_t base = dbuf_layout_range(l)[g];
-    for (int64_t i = 0; i < n; i++) {
-      int64_t a = base + pc[i].offset, b = a + pc[i].nelems;
-      int64_t e0 = pc[i].elem_begin, re = dbuf_tensors_row_elems(ts, pc[i].tensor);
-      if (a < start) {
-        e0 += start - a;
-        a = start;
-      }
-      if (b > end)
-        b = end;
-      if (a >= b)
-        continue;
-      if (rec->first_tensor < 0) {
-        rec->first_tensor = pc[i].tensor;
-        rec->first_row = e0 / re;
-      }
-      rec->last_tensor = pc[i].tensor;
-      rec->last_row = (e0 + (b - a) - 1) / re;
-    }
-    free(pc);
-  }
-}
-
-/* Exit code of an agreed library code in the input phases. */
-static int
-input_exit(int rc)
-{
-  switch (rc) {
-  case DBUF_EPARSE:
-  case DBUF_EINVAL:
-  case DBUF_ESHAPE:
-  case DBUF_EBLOCK:
-  case DBUF_ENRANKS:
-  case DBUF_EOWNER:
-  case DBUF_EIO:
-  case DBUF_EDUP:
-  case DBUF_ENOTFOUND:
-  case DBUF_EOVERFLOW:
-  case DBUF_EMISMATCH:
-  case DBUF_ERANGE:
-    return CLI_EXIT_USAGE;
-  default:
-    return CLI_EXIT_FAIL;
-  }
 }
 
 /* Agree on CLI exit codes: the largest wins (2 over 1 over 0). */
@@ -404,22 +319,38 @@ agree_exit(dbuf_comm_t *ctx, int code)
   return -g;
 }
 
-/* Rank 0, --layout-file with a broken layout: every problem on stdout and
- * in the --report JSON (the exit code stays 1 on every rank). */
+/* The integer options in effect as text (x.v in the order agree_options
+ * names them), --pp-layers, and the --safetensors list (*st, malloc'd; NULL
+ * without the option or out of memory). */
+typedef struct {
+  char v[12][24];
+  char ppl[24 * DBUF_PARALLEL_MAX_PP];
+} opt_text_t;
+
 static void
-report_problems(const run_opts_t *o, int size, const cli_problems_t *probs)
+option_text(const run_opts_t *o, int size, opt_text_t *x, char **st)
 {
-  run_summary_t s = {.nranks = size, .problems = probs->n, .message = probs->line[0],
-                     .problem_lines = probs->line, .nproblem_lines = probs->n};
-  run_report_problems_text(stdout, o->layout_file, &s);
-  fflush(stdout);
-  if (o->report != NULL) {
-    char *json = run_report_problems_json(o->layout_file, &s);
-    if (json == NULL)
-      cli_err("%s: out of memory writing the report", o->report);
-    else
-      cli_write_output(o->report, json, strlen(json));
-    free(json);
+  const cli_plan_opts_t *p = &o->plan;
+  const int64_t n[12] = {p->dp_set ? p->params.nranks : size, p->params.block_size,
+                         p->align_bytes, p->ranks_per_node, o->timeout, p->params.node_size,
+                         p->par.tp, p->par.pp, p->par.ep, dbuf_parallel_expert_tp(&p->par),
+                         p->stage, p->par.vocab_divisor};
+  for (int i = 0; i < 12; i++)
+    snprintf(x->v[i], sizeof x->v[i], "%" PRId64, n[i]);
+  x->ppl[0] = '\0';
+  for (int64_t i = 0, at = 0; i < p->par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
+    at += snprintf(x->ppl + at, sizeof x->ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
+                   p->par.pp_layers[i]);
+  *st = NULL;
+  if (p->nsafetensors > 0) {
+    size_t len = 1;
+    for (int i = 0; i < p->nsafetensors; i++)
+      len += strlen(p->safetensors[i]) + 1;
+    if ((*st = malloc(len)) != NULL) {
+      size_t at = 0;
+      for (int i = 0; i < p->nsafetensors; i++)
+        at += (size_t)sprintf(*st + at, "%s%s", i ? " " : "", p->safetensors[i]);
+    }
   }
 }
 
@@ -434,34 +365,12 @@ report_problems(const run_opts_t *o, int size, const cli_problems_t *probs)
 static int
 agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
 {
-  char dp[24], block[24], align[24], rpn[24], timeout[24], nodesz[24], *st = NULL;
-  char tp[24], pp[24], ep[24], etp[24], stage[24], vdiv[24], ppl[24 * DBUF_PARALLEL_MAX_PP];
-  snprintf(dp, sizeof dp, "%d", o->plan.dp_set ? o->plan.params.nranks : size);
-  snprintf(block, sizeof block, "%" PRId64, o->plan.params.block_size);
-  snprintf(align, sizeof align, "%" PRId64, o->plan.align_bytes);
-  snprintf(rpn, sizeof rpn, "%" PRId64, o->plan.ranks_per_node);
-  snprintf(timeout, sizeof timeout, "%" PRId64, o->timeout);
-  snprintf(nodesz, sizeof nodesz, "%d", (int)o->plan.params.node_size);
-  snprintf(tp, sizeof tp, "%" PRId64, o->plan.par.tp);
-  snprintf(pp, sizeof pp, "%" PRId64, o->plan.par.pp);
-  snprintf(ep, sizeof ep, "%" PRId64, o->plan.par.ep);
-  snprintf(etp, sizeof etp, "%" PRId64, dbuf_parallel_expert_tp(&o->plan.par));
-  snprintf(stage, sizeof stage, "%" PRId64, o->plan.stage);
-  snprintf(vdiv, sizeof vdiv, "%" PRId64, o->plan.par.vocab_divisor);
-  ppl[0] = '\0';
-  for (int64_t i = 0, at = 0; i < o->plan.par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
-    at += snprintf(ppl + at, sizeof ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
-                   o->plan.par.pp_layers[i]);
-  if (o->plan.nsafetensors > 0) {
-    size_t len = 1;
-    for (int i = 0; i < o->plan.nsafetensors; i++)
-      len += strlen(o->plan.safetensors[i]) + 1;
-    if ((st = malloc(len)) != NULL) {
-      size_t at = 0;
-      for (int i = 0; i < o->plan.nsafetensors; i++)
-        at += (size_t)sprintf(st + at, "%s%s", i ? " " : "", o->plan.safetensors[i]);
-    }
-  }
+  opt_text_t x;
+  char *st = NULL;
+  const char *dp = x.v[0], *block = x.v[1], *align = x.v[2], *rpn = x.v[3], *timeout = x.v[4],
+             *nodesz = x.v[5], *tp = x.v[6], *pp = x.v[7], *ep = x.v[8], *etp = x.v[9],
+             *stage = x.v[10], *vdiv = x.v[11], *ppl = x.ppl;
+  option_text(o, size, &x, &st);
 #define ONOFF(x) ((x) ? "on" : "off")
   const char *by_content = "(compared by content: --check-inputs)";
   const char *const names[] = {
@@ -500,39 +409,464 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
   if (rc == 0)
     return CLI_EXIT_OK;
   cli_err("%s", rc == DBUF_EMISMATCH ? d.msg : dbuf_strerror(rc));
-  return rc == DBUF_EMISMATCH ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+  return cli_exit_code(rc);
 }
 
-int
-cmd_run(int argc, char **argv)
-{
+
+/* ------------------------------------------------------------------------ */
+/* The run, one function per phase.  Each returns a CLI exit code that every
+ * rank agrees on, so a failing phase ends every rank the same way.          */
+
+typedef struct run {
   run_opts_t o;
   fault_t fault;
-  dbuf_comm_t *ctx = NULL;
+  dbuf_comm_t *ctx;
   dbuf_comm_nodemap_t map;
-  dbuf_tensors_t *t = NULL;
-  dbuf_layout_t *planned = NULL, *l = NULL, *stale = NULL;
-  dbuf_topo_t *topo = NULL;
-  dbuf_seg_t *seg = NULL;
-  dbuf_nodes_t *nodes = NULL;
-  run_rank_rec_t rec, *recs = NULL;
+  int rank, size, per;        /* per: segments per rank */
+  int can_report;             /* options agreed, --report checked */
+  int launched;               /* started by mpirun, srun, ... */
+  int root_failed;            /* rank 0 could not read or plan */
+  dbuf_tensors_t *t;
+  dbuf_layout_t *planned, *l, *stale;
+  const dbuf_layout_t *use;   /* l, or the stale plan of a fault */
+  int64_t start, end, bytes;  /* this rank's range and its size in bytes */
+  int materialize;
+  dbuf_topo_t *topo;
+  dbuf_seg_t *seg;
+  run_rank_rec_t rec;
   run_timings_t tm;
-  cli_problems_t probs = {NULL, 0, 0};
-  dbuf_diag_t d;
+  cli_problems_t probs;       /* rank 0: every problem of a broken --layout-file */
   dbuf_verdict_t vs, vd;
-  char what[1024] = "";
-  uint64_t digest = 0, in_digest = 0;
-  int rank, size, rc, code = CLI_EXIT_OK, root_rc = 0;
+  char what[1024];            /* the input, for the report */
+  uint64_t digest, in_digest;
+  double t_start;
+  const char *phase;          /* the watchdog's phase, for a stopped run's report */
+} run_t;
 
-  memset(&o, 0, sizeof o);
-  memset(&map, 0, sizeof map);
-  memset(&tm, 0, sizeof tm);
-  memset(&rec, 0, sizeof rec);
-  memset(&vs, 0, sizeof vs);
-  memset(&vd, 0, sizeof vd);
-  cli_plan_opts_init(&o.plan);
+static void
+set_phase(run_t *r, const char *phase)
+{
+  r->phase = phase;
+  cli_watchdog_phase(phase);
+}
 
-  /* --help needs no MPI: print it once (the launcher's rank 0, or alone). */
+/* Rank 0: the --report JSON of a run that stopped before its report (bad
+ * input, a failed phase): the verdict, the phase and every known problem. */
+static void
+report_stopped(run_t *r, int code)
+{
+  if (r->rank != 0 || r->o.report == NULL || !r->can_report)
+    return;
+  /* The reason as stderr has it after "dbuf-shard: " (rank 0's own
+   * reading or planning error was printed as "rank 0: ..."). */
+  char last[DBUF_DIAG_LEN + 16];
+  snprintf(last, sizeof last, "%s%s", r->root_failed ? "rank 0: " : "", cli_err_last());
+  char *one[1] = {last};
+  run_summary_t s = {.nranks = r->size, .per_rank = r->per, .exit_code = code,
+                     .verdict = r->probs.n > 0 ? "FAIL" : "ERROR",
+                     .phase = r->phase ? r->phase : "start-up", .message = last,
+                     .problem_lines = one, .nproblem_lines = last[0] ? 1 : 0};
+  if (r->probs.n > 0) {
+    s.problem_lines = r->probs.line;
+    s.nproblem_lines = r->probs.n;
+    s.message = r->probs.line[0];
+  }
+  s.problems = s.nproblem_lines;
+  char *json = r->o.layout_file != NULL ? run_report_stopped_json(r->o.layout_file, 1, &s)
+                                         : run_report_stopped_json(r->what, 0, &s);
+  if (json == NULL)
+    cli_err("%s: out of memory writing the report", r->o.report);
+  else
+    cli_write_output(r->o.report, json, strlen(json));
+  free(json);
+}
+
+/* The agreed exit code of a phase; a failure is reported before it ends the run. */
+static int
+phase_end(run_t *r, int code)
+{
+  code = agree_exit(r->ctx, code);
+  if (code != 0)
+    report_stopped(r, code);
+  return code;
+}
+
+/* Whether a launcher started this process: read before MPI_Init, which
+ * sets PMIX_RANK itself for a singleton. */
+static int
+launched(void)
+{
+  return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL ||
+         getenv("PMI_RANK") != NULL || getenv("PMI_SIZE") != NULL;
+}
+
+/* A bare `dbuf-shard` outside a launcher is one rank: say so, and how to
+ * start more, before it runs. */
+static void
+note_singleton(const run_t *r)
+{
+  if (r->size != 1 || r->launched || r->o.quiet)
+    return;
+  fprintf(stderr, "dbuf-shard: running as a single rank (started without mpirun); start more "
+                  "with 'mpirun -np 8 dbuf-shard'\n");
+}
+
+/* Options: parsed by every rank, printed by rank 0, agreed -- first that
+ * every rank could parse its own, then that they are all the same; then
+ * --dp against the ranks and the --report folder. */
+static int
+run_options(run_t *r, int argc, char **argv)
+{
+  int code = parse_opts(argc, argv, &r->o);
+  if (code == 0)
+    code = parse_faults(getenv("DBUF_FAULT"), &r->fault);
+  if (cli_watchdog_start((double)r->o.timeout, r->rank, "start-up") != 0) {
+    cli_err("rank %d: cannot start the --timeout watchdog", r->rank);
+    code = CLI_EXIT_FAIL;
+  }
+  if ((code = agree_exit(r->ctx, code)) != 0 ||
+      (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size))) != 0)
+    return code;
+  note_singleton(r);
+  if (!r->o.plan.dp_set) {
+    r->o.plan.params.nranks = r->size;
+  } else if (r->o.plan.params.nranks % r->size != 0) {
+    cli_err("--dp %d is not a multiple of the %d ranks", r->o.plan.params.nranks, r->size);
+    code = CLI_EXIT_USAGE;
+  }
+  /* The report is written at the end, by rank 0: a folder that is not there
+   * must fail now, not after the run. */
+  if (code == 0 && r->rank == 0 && r->o.report != NULL)
+    code = cli_output_check(r->o.report, "--report");
+  if ((code = agree_exit(r->ctx, code)) != 0)
+    return code;
+  r->can_report = 1;
+  if (r->o.plan.ranks_per_node > 0 && r->rank == 0)
+    fprintf(stderr, "dbuf-shard: --ranks-per-node is ignored under MPI: nodes come from "
+                    "the launcher\n");
+  dbuf_diag_t d;
+  int rc = dbuf_comm_nodes(r->ctx, &r->map, &d);
+  if (rc != 0)
+    cli_err("%s", d.msg);
+  return phase_end(r, cli_exit_code(rc));
+}
+
+/* Plan on rank 0 (or read --layout-file), then broadcast: every rank gets
+ * the layout or rank 0's error.  A library code all the way. */
+static int
+run_plan(run_t *r)
+{
+  int rc = 0;
+  dbuf_diag_t d;
+  set_phase(r, "planning and broadcast");
+  double t0 = MPI_Wtime();
+  if (r->rank == 0) {
+    cli_prog = "dbuf-shard: rank 0";
+    if (r->o.layout_file != NULL) {
+      snprintf(r->what, sizeof r->what, "layout file %s", r->o.layout_file);
+      rc = cli_layout_file_load(r->o.layout_file, r->size, &r->planned, &r->probs,
+                                &r->in_digest);
+    } else {
+      rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
+      if (rc == 0)
+        rc = cli_build_layout(&r->o.plan, r->t, r->what, &r->planned);
+    }
+    cli_prog = "dbuf-shard";
+    r->root_failed = rc != 0;
+  }
+  r->tm.plan = MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
+  int brc = dbuf_comm_bcast_layout(r->ctx, rc, r->rank == 0 ? cli_err_last() : NULL,
+                                   r->planned, r->o.plan.params.nranks, &r->l, &r->digest, &d);
+  r->tm.broadcast = MPI_Wtime() - t0;
+  if (brc != 0 && !(r->rank == 0 && rc != 0)) /* rank 0 printed its own error */
+    cli_err("%s", d.msg);
+  if (brc == 0)
+    r->per = dbuf_layout_nranks(r->l) / r->size;
+  if (brc != 0 && r->rank == 0 && r->probs.n > 0) {
+    run_summary_t s = {.nranks = r->size, .problems = r->probs.n,
+                       .problem_lines = r->probs.line, .nproblem_lines = r->probs.n};
+    run_report_problems_text(stdout, r->o.layout_file, &s);
+    fflush(stdout);
+  }
+  return phase_end(r, cli_exit_code(brc));
+}
+
+/* --check-inputs: every rank reads the input itself; the digests must agree. */
+static int
+run_check_inputs(run_t *r)
+{
+  if (!r->o.check_inputs)
+    return 0;
+  set_phase(r, "input check");
+  int readable = 1;
+  if (r->rank != 0) {
+    dbuf_tensors_t *mine = NULL;
+    readable = r->o.layout_file != NULL
+                   ? cli_file_digest(r->o.layout_file, &r->in_digest) == 0
+                   : cli_load_tensors(&r->o.plan, &mine, &r->in_digest, r->what,
+                                      sizeof r->what) == 0;
+    dbuf_tensors_destroy(mine);
+  }
+  dbuf_diag_t d;
+  int rc = dbuf_comm_check_inputs(r->ctx, r->in_digest, readable, &d);
+  if (rc != 0)
+    cli_err("%s", d.msg);
+  return phase_end(r, cli_exit_code(rc));
+}
+
+/* This rank's range (after the test faults that act on the plan: a stale
+ * layout, a shifted start), its record, and the collective proof of
+ * whole-row ownership.  A failed proof is a verdict, not an error. */
+static int
+run_layout(run_t *r)
+{
+  /* The rank's run of segments and its range, from the library (one mesh
+   * axis of r->size shards): the same on the layout and a stale copy. */
+  const int one = 1;
+  dbuf_diag_t d;
+  int first_seg = 0, rc = dbuf_layout_local_range(r->l, 1, &r->size, &r->rank, &one, &r->start,
+                                                  &r->end, &first_seg, NULL, &d);
+  r->use = r->l;
+  if (rc == 0 && r->fault.stale == r->rank &&
+      dbuf_layout_move_cut(r->l, first_seg > 0 ? first_seg : 1, &r->stale) == 0) {
+    r->use = r->stale;
+    rc = dbuf_layout_local_range(r->use, 1, &r->size, &r->rank, &one, &r->start, &r->end, NULL,
+                                 NULL, &d);
+  }
+  if (rc != 0)
+    cli_err("rank %d: %s", r->rank, d.msg);
+  int code = phase_end(r, cli_exit_code(rc)); /* every rank, before the next collective */
+  if (code != 0)
+    return code;
+  if (r->fault.shift == r->rank)
+    r->start += 1;
+
+  set_phase(r, "structure verification");
+  double t0 = MPI_Wtime();
+  rc = dbuf_comm_verify_structure(r->ctx, r->use, r->digest, r->start, r->end, &r->vs);
+  r->tm.validate = MPI_Wtime() - t0;
+  if (rc != 0 && rc != DBUF_EVERIFY)
+    cli_err("structure verification failed: %s", dbuf_strerror(rc));
+  r->materialize = r->o.materialize && rc == 0;
+
+  run_rank_rec_t *x = &r->rec;
+  int64_t es = r->o.plan.elem_size, elems = r->end - r->start;
+  dbuf_span_rows_t sp = {-1, -1, -1, -1};
+  x->rank = r->rank;
+  x->node = r->map.node_of_rank[r->rank];
+  snprintf(x->host, sizeof x->host, "%s", r->map.host[r->rank]);
+  x->offset = r->start;
+  x->end = r->end;
+  x->elements = elems;
+  if (__builtin_mul_overflow(elems > 0 ? elems : 0, es, &r->bytes))
+    r->bytes = -1;
+  x->bytes = r->bytes;
+  x->on_node = -1;
+  dbuf_layout_span_rows(r->use, r->start, r->end, &sp);
+  x->first_tensor = sp.first_tensor;
+  x->first_row = sp.first_row;
+  x->last_tensor = sp.last_tensor;
+  x->last_row = sp.last_row;
+  return phase_end(r, rc == DBUF_EVERIFY ? 0 : cli_exit_code(rc));
+}
+
+/* The hwloc topology once, the CPU binding (--bind when the launcher left
+ * the rank unbound), then the segment under the memory policy. */
+static int
+bind_and_allocate(run_t *r, dbuf_diag_t *d)
+{
+  char nodes[DBUF_MEM_LIST_LEN];
+  int bound = 0, rc = dbuf_topo_create(&r->topo, NULL, d);
+  if (rc != 0)
+    return rc;
+  run_rank_rec_t *x = &r->rec;
+  if (dbuf_topo_get_cpubind(r->topo, x->cpus, sizeof x->cpus, nodes, sizeof nodes, &bound,
+                            NULL) == 0 &&
+      !bound && r->o.bind != DBUF_BIND_NONE) {
+    if ((rc = dbuf_topo_bind(r->topo, r->o.bind, r->map.local_index, d)) != 0)
+      return rc;
+    dbuf_topo_get_cpubind(r->topo, x->cpus, sizeof x->cpus, nodes, sizeof nodes, &bound,
+                          NULL);
+  }
+  x->cpu_bound = bound;
+  if (r->bytes < 0) {
+    snprintf(d->msg, sizeof d->msg, "%" PRId64 " elements of %" PRId64 " bytes overflow",
+             r->end - r->start, r->o.plan.elem_size);
+    return DBUF_EOVERFLOW;
+  }
+  return dbuf_seg_alloc(r->topo, r->bytes, &r->o.membind,
+                        DBUF_SEG_HUGEPAGE | (r->o.lock ? DBUF_SEG_LOCK : 0u), &r->seg, d);
+}
+
+/* Write the pattern into the segment (the corrupt and kill faults act
+ * here) and record where its pages are. */
+static int
+fill_segment(run_t *r)
+{
+  run_rank_rec_t *x = &r->rec;
+  int64_t es = r->o.plan.elem_size;
+  progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0};
+  double f0 = MPI_Wtime();
+  int rc = dbuf_pattern_fill(r->use, r->start, r->end, dbuf_seg_ptr(r->seg), es, on_progress,
+                             &pr);
+  x->fill_s = MPI_Wtime() - f0;
+  x->gbps = x->fill_s > 0 ? (double)r->bytes / x->fill_s / 1e9 : 0;
+  if (rc == 0 && r->fault.corrupt == r->rank && r->end > r->start)
+    corrupt_one(r->use, r->start, r->end, dbuf_seg_ptr(r->seg), es);
+  if (r->fault.kill == r->rank)
+    raise(SIGKILL); /* a rank dying mid-run: the launcher must end the job */
+  if (rc == 0)
+    dbuf_seg_locate(r->seg, &x->on_node, NULL, NULL);
+  x->materialized = rc == 0;
+  x->mem_bound = dbuf_seg_is_bound(r->seg);
+  x->hugepage = dbuf_seg_hugepage(r->seg);
+  x->locked = dbuf_seg_is_locked(r->seg);
+  snprintf(x->numa, sizeof x->numa, "%s", dbuf_seg_nodes(r->seg));
+  snprintf(x->note, sizeof x->note, "%s", dbuf_seg_note(r->seg));
+  return rc;
+}
+
+static int
+run_materialize(run_t *r)
+{
+  set_phase(r, "materialization");
+  double t0 = MPI_Wtime();
+  if (r->materialize) {
+    dbuf_diag_t d;
+    if (r->rank == 0 && !r->o.quiet)
+      fprintf(stderr, "dbuf-shard: materializing %.2f GiB on %d ranks\n",
+              (double)dbuf_layout_size(r->l) * (double)r->o.plan.elem_size / GIB, r->size);
+    dbuf_diag_clear(&d);
+    d.code = bind_and_allocate(r, &d);
+    int rc = dbuf_comm_agree_diag(r->ctx, d.code, &d);
+    if (rc == 0) {
+      rc = fill_segment(r);
+      snprintf(d.msg, sizeof d.msg, "writing the segment: %s", dbuf_strerror(rc));
+      rc = dbuf_comm_agree_diag(r->ctx, rc, &d);
+    }
+    if (rc != 0) {
+      cli_err("%s", d.msg);
+      return phase_end(r, cli_exit_code(rc));
+    }
+  }
+  r->tm.materialize = MPI_Wtime() - t0;
+  return 0;
+}
+
+/* Every element locally, samples on rank 0. */
+static int
+run_verify(run_t *r)
+{
+  set_phase(r, "data verification");
+  double t0 = MPI_Wtime();
+  int rc = 0;
+  if (r->materialize) {
+    if (r->rank == 0 && !r->o.quiet)
+      fprintf(stderr, "dbuf-shard: verifying\n");
+    rc = dbuf_comm_verify_data(r->ctx, r->use, r->start, r->end, dbuf_seg_ptr(r->seg),
+                               r->o.plan.elem_size, SAMPLE_ROWS, &r->vd);
+    if (rc != 0 && rc != DBUF_EVERIFY) {
+      cli_err("data verification failed: %s", dbuf_strerror(rc));
+      return phase_end(r, cli_exit_code(rc));
+    }
+  }
+  r->tm.verify = MPI_Wtime() - t0;
+  return 0;
+}
+
+/* Rank 0: the report for people on stdout, every problem on stderr with
+ * their count, and the JSON.  Returns CLI_EXIT_*. */
+static int
+write_report(run_t *r, const run_rank_rec_t *recs, const run_summary_t *s)
+{
+  dbuf_nodes_t *nodes = NULL;
+  dbuf_diag_t d;
+  int code = 0;
+  if (dbuf_nodes_create(r->l, r->size, r->map.node_of_rank, r->map.nnodes, r->map.node_name,
+                        r->o.plan.elem_size, &nodes, &d) != 0) {
+    cli_err("node report: %s", d.msg);
+    return cli_exit_code(d.code);
+  }
+  if (run_report_text(stdout, r->l, s, recs, nodes, &r->tm, &d) != 0) {
+    cli_err("report: %s", d.msg);
+    code = cli_exit_code(d.code);
+  }
+  fflush(stdout);
+  if (!s->pass)
+    run_report_problems_err(s);
+  if (r->o.report != NULL) {
+    char *json = run_report_json(r->l, s, recs, nodes, &r->tm);
+    int w = json == NULL ? CLI_EXIT_FAIL : cli_write_output(r->o.report, json, strlen(json));
+    if (json == NULL)
+      cli_err("%s: out of memory writing the report", r->o.report);
+    free(json);
+    code = w > code ? w : code;
+  }
+  dbuf_nodes_destroy(nodes);
+  return code;
+}
+
+/* The verdict (agreed by the verifications), the records, the report. */
+static int
+run_report(run_t *r)
+{
+  set_phase(r, "report");
+  const dbuf_verdict_t *v = r->vs.code != 0 ? &r->vs : &r->vd;
+  int pass = r->vs.code == 0 && r->vd.code == 0;
+  run_rank_rec_t *x = &r->rec, *recs = NULL;
+  x->verify_ok = r->vs.local_ok && (!r->materialize || r->vd.local_ok);
+  snprintf(x->verify, sizeof x->verify, "%s",
+           x->verify_ok ? "ok" : !r->vs.local_ok ? r->vs.local_msg : r->vd.local_msg);
+  int rc = r->rank == 0 && (recs = calloc((size_t)r->size, sizeof *recs)) == NULL ? DBUF_ENOMEM
+                                                                                  : 0;
+  if ((rc = dbuf_comm_agree_diag(r->ctx, rc, NULL)) != 0 ||
+      (rc = dbuf_comm_gather(r->ctx, x, sizeof *x, recs)) != 0) {
+    cli_err("gathering the report: %s", dbuf_strerror(rc));
+    free(recs);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  int code = pass ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+  r->tm.total = MPI_Wtime() - r->t_start;
+  if (r->rank == 0) {
+    run_summary_t s = {.nranks = r->size, .per_rank = r->per, .digest = r->digest,
+                       .materialize = r->o.materialize, .membind = r->o.membind_text,
+                       .pass = pass, .problems = v->problems, .message = v->msg};
+    char src[1100], **lines = NULL;
+    snprintf(src, sizeof src, "%s", r->what);
+    cli_report_opts(&r->o.plan, src, &s.report);
+    int w = !pass && run_report_rank_problems(&s, recs, &lines, &s.nproblem_lines) != 0
+                ? CLI_EXIT_FAIL
+                : CLI_EXIT_OK;
+    if (w != 0)
+      cli_err("listing the problems: out of memory");
+    s.problem_lines = lines;
+    w = w ? w : write_report(r, recs, &s);
+    code = w > code ? w : code;
+    run_report_lines_free(lines, s.nproblem_lines);
+  }
+  free(recs);
+  return agree_exit(r->ctx, code);
+}
+
+static void
+run_free(run_t *r)
+{
+  cli_problems_free(&r->probs);
+  dbuf_seg_free(r->seg);
+  dbuf_topo_destroy(r->topo);
+  dbuf_layout_destroy(r->stale);
+  dbuf_layout_destroy(r->l);
+  dbuf_layout_destroy(r->planned);
+  dbuf_tensors_destroy(r->t);
+  dbuf_comm_nodemap_free(&r->map);
+  cli_plan_opts_free(&r->o.plan);
+}
+
+/* --help needs no MPI: print it once (the launcher's rank 0, or alone). */
+static int
+wants_help(int argc, char **argv)
+{
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       const char *r = getenv("OMPI_COMM_WORLD_RANK");
@@ -540,297 +874,49 @@ cmd_run(int argc, char **argv)
         r = getenv("PMIX_RANK");
       if (r == NULL || strcmp(r, "0") == 0)
         run_usage(stdout);
-      cli_plan_opts_free(&o.plan);
-      return CLI_EXIT_OK;
+      return 1;
     }
   }
+  return 0;
+}
 
+int
+cmd_run(int argc, char **argv)
+{
+  run_t r;
+  int rc, code;
+
+  if (wants_help(argc, argv))
+    return CLI_EXIT_OK;
+  memset(&r, 0, sizeof r);
+  cli_plan_opts_init(&r.o.plan);
+  r.launched = launched();
   /* The watchdog thread may call MPI_Abort while this one waits in MPI. */
   int provided = 0;
   if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     cli_err("MPI_Init failed");
-    return CLI_EXIT_FAIL;
+    cli_plan_opts_free(&r.o.plan);
+    return cli_exit_code(DBUF_EMPI);
   }
-  double t_start = MPI_Wtime();
-  if ((rc = dbuf_comm_create(MPI_COMM_WORLD, &ctx)) != 0) {
+  r.t_start = MPI_Wtime();
+  if ((rc = dbuf_comm_create(MPI_COMM_WORLD, &r.ctx)) != 0) {
     cli_err("cannot set up MPI: %s", dbuf_strerror(rc));
+    cli_plan_opts_free(&r.o.plan);
     MPI_Finalize();
-    return CLI_EXIT_FAIL;
+    return cli_exit_code(rc);
   }
-  rank = dbuf_comm_rank(ctx);
-  size = dbuf_comm_size(ctx);
-  cli_quiet = rank != 0;
+  r.rank = dbuf_comm_rank(r.ctx);
+  r.size = dbuf_comm_size(r.ctx);
+  cli_quiet = r.rank != 0;
 
-  /* Options: parsed by every rank, printed by rank 0, agreed -- first that
-   * every rank could parse its own, then that they are all the same. */
-  code = parse_opts(argc, argv, &o);
-  if (code == 0)
-    code = parse_faults(getenv("DBUF_FAULT"), &fault);
-  if (cli_watchdog_start((double)o.timeout, rank, "start-up") != 0) {
-    cli_err("rank %d: cannot start the --timeout watchdog", rank);
-    code = CLI_EXIT_FAIL;
-  }
-  if ((code = agree_exit(ctx, code)) != 0)
-    goto done;
-  if ((code = agree_exit(ctx, agree_options(ctx, &o, size))) != 0)
-    goto done;
-  if (!o.plan.dp_set) {
-    o.plan.params.nranks = size;
-  } else if (o.plan.params.nranks % size != 0) {
-    cli_err("--dp %d is not a multiple of the %d ranks", o.plan.params.nranks, size);
-    code = CLI_EXIT_USAGE;
-  }
-  /* The report is written at the end, by rank 0: a folder that is not there
-   * must fail now, not after the run. */
-  if (code == 0 && rank == 0 && o.report != NULL)
-    code = cli_output_check(o.report, "--report");
-  if ((code = agree_exit(ctx, code)) != 0)
-    goto done;
-  if (o.plan.ranks_per_node > 0 && rank == 0)
-    fprintf(stderr, "dbuf-shard: --ranks-per-node is ignored under MPI: nodes come from "
-                    "the launcher\n");
+  if ((code = run_options(&r, argc, argv)) == 0 && (code = run_plan(&r)) == 0 &&
+      (code = run_check_inputs(&r)) == 0 && (code = run_layout(&r)) == 0 &&
+      (code = run_materialize(&r)) == 0 && (code = run_verify(&r)) == 0)
+    code = run_report(&r);
 
-  if ((rc = dbuf_comm_nodes(ctx, &map, &d)) != 0) {
-    cli_err("%s", d.msg);
-    code = CLI_EXIT_FAIL;
-    goto done;
-  }
-
-  /* Plan on rank 0; every other rank reads the input only for --check-inputs. */
-  cli_watchdog_phase("planning and broadcast");
-  double t0 = MPI_Wtime();
-  if (rank == 0) {
-    cli_prog = "dbuf-shard: rank 0";
-    if (o.layout_file != NULL) {
-      snprintf(what, sizeof what, "layout file %s", o.layout_file);
-      rc = cli_layout_file_load(o.layout_file, size, &planned, &probs, &in_digest);
-    } else {
-      rc = cli_load_tensors(&o.plan, &t, &in_digest, what, sizeof what);
-      if (rc == 0)
-        rc = cli_build_layout(&o.plan, t, what, &planned);
-    }
-    cli_prog = "dbuf-shard";
-    if (rc != 0)
-      root_rc = rc == CLI_EXIT_USAGE ? DBUF_EPARSE : probs.n > 0 ? DBUF_ELAYOUT : DBUF_ENOMEM;
-  }
-  tm.plan = MPI_Wtime() - t0;
-
-  t0 = MPI_Wtime();
-  rc = dbuf_comm_bcast_layout(ctx, root_rc, rank == 0 ? cli_err_last() : NULL, planned,
-                              o.plan.params.nranks, &l, &digest, &d);
-  tm.broadcast = MPI_Wtime() - t0;
-  if (rc != 0) {
-    if (rank == 0 && root_rc == 0) /* rank 0 printed its own input error already */
-      cli_err("%s", d.msg);
-    code = rc == DBUF_EPARSE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
-    if (rank == 0 && probs.n > 0)
-      report_problems(&o, size, &probs);
-    goto done;
-  }
-  /* What the layout says is used from the layout, the same on every rank. */
-  int per = dbuf_layout_nranks(l) / size;
-
-  if (o.check_inputs) {
-    cli_watchdog_phase("input check");
-    int readable = 1;
-    if (rank != 0) {
-      dbuf_tensors_t *mine = NULL;
-      readable = o.layout_file != NULL
-                     ? cli_file_digest(o.layout_file, &in_digest) == 0
-                     : cli_load_tensors(&o.plan, &mine, &in_digest, what, sizeof what) == 0;
-      dbuf_tensors_destroy(mine);
-    }
-    if ((rc = dbuf_comm_check_inputs(ctx, in_digest, readable, &d)) != 0) {
-      cli_err("%s", d.msg);
-      code = input_exit(rc);
-      goto done;
-    }
-  }
-
-  /* Test faults that act on the plan: a stale layout, a shifted start. */
-  const dbuf_layout_t *use = l;
-  if (fault.stale == rank) {
-    if ((stale = stale_layout(l, rank * per)) != NULL)
-      use = stale;
-  }
-  int64_t start = dbuf_layout_range(use)[rank * per];
-  int64_t end = dbuf_layout_range(use)[(rank + 1) * per];
-  if (fault.shift == rank)
-    start += 1;
-
-  /* Validate: the ranks prove whole-row ownership together. */
-  cli_watchdog_phase("structure verification");
-  t0 = MPI_Wtime();
-  rc = dbuf_comm_verify_structure(ctx, use, digest, start, end, &vs);
-  tm.validate = MPI_Wtime() - t0;
-  if (rc != 0 && rc != DBUF_EVERIFY) {
-    cli_err("structure verification failed: %s", dbuf_strerror(rc));
-    code = CLI_EXIT_FAIL;
-    goto done;
-  }
-  int materialize = o.materialize && rc == 0;
-  int64_t es = o.plan.elem_size, elems = end - start, bytes = 0;
-
-  rec.rank = rank;
-  rec.node = map.node_of_rank[rank];
-  snprintf(rec.host, sizeof rec.host, "%s", map.host[rank]);
-  rec.offset = start;
-  rec.end = end;
-  rec.elements = elems;
-  if (__builtin_mul_overflow(elems > 0 ? elems : 0, es, &bytes))
-    bytes = -1;
-  rec.bytes = bytes;
-  rec.on_node = -1;
-  first_last(use, rank * per, (rank + 1) * per, start, end, &rec);
-
-  /* Materialize: topology once, binding, allocation, the pattern, page check. */
-  cli_watchdog_phase("materialization");
-  t0 = MPI_Wtime();
-  if (materialize) {
-    if (rank == 0 && !o.quiet)
-      fprintf(stderr, "dbuf-shard: materializing %.2f GB on %d ranks\n",
-              (double)dbuf_layout_size(l) * (double)es / 1e9, size);
-    dbuf_diag_clear(&d);
-    rc = dbuf_topo_create(&topo, NULL, &d);
-    if (rc == 0) {
-      char nodes_l[DBUF_MEM_LIST_LEN];
-      int bound = 0;
-      if (dbuf_topo_get_cpubind(topo, rec.cpus, sizeof rec.cpus, nodes_l, sizeof nodes_l,
-                                &bound, NULL) == 0 &&
-          !bound && o.bind != DBUF_BIND_NONE) {
-        rc = dbuf_topo_bind(topo, o.bind, map.local_index, &d);
-        if (rc == 0)
-          dbuf_topo_get_cpubind(topo, rec.cpus, sizeof rec.cpus, nodes_l, sizeof nodes_l,
-                                &bound, NULL);
-      }
-      rec.cpu_bound = bound;
-    }
-    if (rc == 0 && bytes < 0) {
-      rc = DBUF_EOVERFLOW;
-      snprintf(d.msg, sizeof d.msg, "%" PRId64 " elements of %" PRId64 " bytes overflow",
-               elems, es);
-    }
-    if (rc == 0)
-      rc = dbuf_seg_alloc(topo, bytes, &o.membind,
-                          DBUF_SEG_HUGEPAGE | (o.lock ? DBUF_SEG_LOCK : 0u), &seg, &d);
-    d.code = rc;
-    if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0) {
-      cli_err("%s", d.msg);
-      code = rc == DBUF_ERANGE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
-      goto done;
-    }
-    progress_t pr = {MPI_Wtime(), o.quiet || rank != 0};
-    double f0 = MPI_Wtime();
-    rc = dbuf_pattern_fill(use, start, end, dbuf_seg_ptr(seg), es, on_progress, &pr);
-    rec.fill_s = MPI_Wtime() - f0;
-    rec.gbps = rec.fill_s > 0 ? (double)bytes / rec.fill_s / 1e9 : 0;
-    if (rc == 0 && fault.corrupt == rank && elems > 0)
-      corrupt_one(use, start, end, dbuf_seg_ptr(seg), es);
-    if (fault.kill == rank)
-      raise(SIGKILL); /* a rank dying mid-run: the launcher must end the job */
-    if (rc == 0)
-      dbuf_seg_locate(seg, &rec.on_node, NULL, NULL);
-    rec.materialized = rc == 0;
-    rec.mem_bound = dbuf_seg_is_bound(seg);
-    rec.hugepage = dbuf_seg_hugepage(seg);
-    rec.locked = dbuf_seg_is_locked(seg);
-    snprintf(rec.numa, sizeof rec.numa, "%s", dbuf_seg_nodes(seg));
-    snprintf(rec.note, sizeof rec.note, "%s", dbuf_seg_note(seg));
-    snprintf(d.msg, sizeof d.msg, "writing the segment: %s", dbuf_strerror(rc));
-    if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0) {
-      cli_err("%s", d.msg);
-      code = CLI_EXIT_FAIL;
-      goto done;
-    }
-  }
-  tm.materialize = MPI_Wtime() - t0;
-
-  /* Verify the data: every element locally, samples on rank 0. */
-  cli_watchdog_phase("data verification");
-  t0 = MPI_Wtime();
-  if (materialize) {
-    if (rank == 0 && !o.quiet)
-      fprintf(stderr, "dbuf-shard: verifying\n");
-    rc = dbuf_comm_verify_data(ctx, use, start, end, dbuf_seg_ptr(seg), es, SAMPLE_ROWS, &vd);
-    if (rc != 0 && rc != DBUF_EVERIFY) {
-      cli_err("data verification failed: %s", dbuf_strerror(rc));
-      code = CLI_EXIT_FAIL;
-      goto done;
-    }
-  }
-  tm.verify = MPI_Wtime() - t0;
-
-  /* The verdict (agreed by the verifications), the records, the report. */
-  cli_watchdog_phase("report");
-  const dbuf_verdict_t *v = vs.code != 0 ? &vs : &vd;
-  int pass = vs.code == 0 && vd.code == 0;
-  rec.verify_ok = vs.local_ok && (!materialize || vd.local_ok);
-  snprintf(rec.verify, sizeof rec.verify, "%s",
-           rec.verify_ok ? "ok" : !vs.local_ok ? vs.local_msg : vd.local_msg);
-  if (rank == 0 && (recs = calloc((size_t)size, sizeof *recs)) == NULL)
-    rc = DBUF_ENOMEM;
-  else
-    rc = 0;
-  if ((rc = dbuf_comm_agree_diag(ctx, rc, NULL)) != 0 ||
-      (rc = dbuf_comm_gather(ctx, &rec, sizeof rec, recs)) != 0) {
-    cli_err("gathering the report: %s", dbuf_strerror(rc));
-    code = CLI_EXIT_FAIL;
-    goto done;
-  }
-  code = pass ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-  tm.total = MPI_Wtime() - t_start;
-  if (rank == 0) {
-    int wrc = 0;
-    char src[1100];
-    snprintf(src, sizeof src, "%s", what);
-    if (dbuf_nodes_create(l, size, map.node_of_rank, map.nnodes, map.node_name, es, &nodes,
-                          &d) != 0) {
-      cli_err("node report: %s", d.msg);
-      wrc = CLI_EXIT_FAIL;
-    } else {
-      run_summary_t s = {.nranks = size, .per_rank = per, .digest = digest,
-                         .materialize = o.materialize, .membind = o.membind_text,
-                         .pass = pass, .problems = v->problems, .message = v->msg};
-      cli_report_opts(&o.plan, src, &s.report);
-      if (run_report_text(stdout, l, &s, recs, nodes, &tm, &d) != 0) {
-        cli_err("report: %s", d.msg);
-        wrc = CLI_EXIT_FAIL;
-      }
-      fflush(stdout);
-      if (!pass)
-        cli_err("%s", v->msg);
-      if (o.report != NULL) {
-        char *json = run_report_json(l, &s, recs, nodes, &tm);
-        if (json == NULL) {
-          cli_err("%s: out of memory writing the report", o.report);
-          wrc = CLI_EXIT_FAIL;
-        } else {
-          int w = cli_write_output(o.report, json, strlen(json));
-          if (w > wrc)
-            wrc = w;
-          free(json);
-        }
-      }
-    }
-    if (wrc > code)
-      code = wrc;
-  }
-  code = agree_exit(ctx, code);
-
-done:
-  cli_problems_free(&probs);
-  dbuf_nodes_destroy(nodes);
-  free(recs);
-  dbuf_seg_free(seg);
-  dbuf_topo_destroy(topo);
-  dbuf_layout_destroy(stale);
-  dbuf_layout_destroy(l);
-  dbuf_layout_destroy(planned);
-  dbuf_tensors_destroy(t);
-  dbuf_comm_nodemap_free(&map);
-  cli_plan_opts_free(&o.plan);
+  run_free(&r);
   cli_watchdog_phase("shutdown");
-  dbuf_comm_destroy(ctx);
+  dbuf_comm_destroy(r.ctx);
   MPI_Finalize();
   cli_watchdog_stop();
   return code;

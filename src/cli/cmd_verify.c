@@ -182,21 +182,23 @@ cmd_verify(int argc, char **argv)
     rc = cli_exit_code(d.code);
     goto out;
   }
-  if (compare && (rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0)
+  if (compare && (rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0) {
+    rc = cli_exit_code(rc);
     goto out;
+  }
 
   vstate_t st = {name, what, dbuf_layout_tensors(l), ref, 0};
   int e = dbuf_layout_validate(l, on_violation, &st, NULL, &d);
   if (e != 0 && e != DBUF_ELAYOUT) {
     cli_err("%s: %s", name, dbuf_strerror(e));
-    rc = CLI_EXIT_FAIL;
+    rc = cli_exit_code(e);
     goto out;
   }
   if (compare) {
     e = dbuf_tensors_compare(st.t, ref, on_diff, &st, NULL);
     if (e != 0 && e != DBUF_EVERIFY) {
       cli_err("%s: %s", name, dbuf_strerror(e));
-      rc = CLI_EXIT_FAIL;
+      rc = cli_exit_code(e);
       goto out;
     }
   }

@@ -53,34 +53,35 @@ cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out, cli_prob
   size_t len = 0;
   dbuf_layout_t *l = NULL;
   dbuf_diag_t d;
-  int rc = CLI_EXIT_USAGE;
+  int rc;
 
-  if (dbuf_file_read_all(path, &text, &len, &d) != 0) {
+  if ((rc = dbuf_file_read_all(path, &text, &len, &d)) != 0) {
     cli_err("%s", d.msg);
-    return CLI_EXIT_USAGE;
+    return rc;
   }
   if (digest != NULL)
     *digest = dbuf_hash64(text, len, 0);
-  if (dbuf_layout_from_json(path, text, len, &l, &d) != 0) {
+  if ((rc = dbuf_layout_from_json(path, text, len, &l, &d)) != 0) {
     cli_err("%s", d.msg);
-    rc = cli_exit_code(d.code);
     goto out;
   }
   if (dbuf_layout_nranks(l) != nranks) {
     cli_err("%s: dp_size %d does not match the %d ranks of the job (run it with mpirun -np %d)",
             path, dbuf_layout_nranks(l), nranks, dbuf_layout_nranks(l));
+    rc = DBUF_ENRANKS;
     goto out;
   }
   int e = dbuf_layout_validate(l, on_violation, probs, NULL, &d);
   if (e == DBUF_ELAYOUT && probs->n > 0) {
     cli_err("%s: FAIL: %lld problem%s, the first: %s", path, (long long)probs->n,
             probs->n == 1 ? "" : "s", probs->line[0]);
-    rc = CLI_EXIT_FAIL;
+    rc = DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
     goto out;
   }
   if (e != 0) {
-    cli_err("%s: %s", path, dbuf_strerror(e == DBUF_ELAYOUT ? DBUF_ENOMEM : e));
-    rc = CLI_EXIT_FAIL;
+    /* DBUF_ELAYOUT with no problem listed: on_violation ran out of memory. */
+    rc = e == DBUF_ELAYOUT ? DBUF_ENOMEM : e;
+    cli_err("%s: %s", path, dbuf_strerror(rc));
     goto out;
   }
   *out = l;
@@ -98,8 +99,9 @@ cli_file_digest(const char *path, uint64_t *digest)
   char *text = NULL;
   size_t len = 0;
   dbuf_diag_t d;
-  if (dbuf_file_read_all(path, &text, &len, &d) != 0)
-    return CLI_EXIT_USAGE;
+  int rc = dbuf_file_read_all(path, &text, &len, &d);
+  if (rc != 0)
+    return rc;
   *digest = dbuf_hash64(text, len, 0);
   free(text);
   return 0;

@@ -41,7 +41,40 @@ cli_exit_code(int err)
 {
   if (err == 0)
     return CLI_EXIT_OK;
-  return err == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+  /* No default: -Wswitch (an error with --enable-werror) names a new code
+   * of the table until it is placed on one side. */
+  switch ((dbuf_errno_t)err) {
+  case DBUF_EINVAL:
+  case DBUF_EOVERFLOW:
+  case DBUF_ESHAPE:
+  case DBUF_EBLOCK:
+  case DBUF_ENRANKS:
+  case DBUF_EOWNER:
+  case DBUF_ERANGE:
+  case DBUF_ELAYOUT:
+  case DBUF_EPARSE:
+  case DBUF_EIO:
+  case DBUF_EFORMAT:
+  case DBUF_EDUP:
+  case DBUF_ENOTFOUND:
+  case DBUF_EMISMATCH:
+  case DBUF_EUNSUPPORTED:
+  case DBUF_EPARALLEL:
+    return CLI_EXIT_USAGE;
+  case DBUF_ENOMEM:
+  case DBUF_ECHECKSUM:
+  case DBUF_EVERSION:
+  case DBUF_EMPI:
+  case DBUF_ETOPO:
+  case DBUF_EBIND:
+  case DBUF_EMLOCK:
+  case DBUF_EVERIFY:
+  case DBUF_ENOBUFS:
+  case DBUF_ECANCELED:
+  case DBUF_ERRNO_MAX:
+    break;
+  }
+  return CLI_EXIT_FAIL;
 }
 
 int

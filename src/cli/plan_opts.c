@@ -245,7 +245,7 @@ load_order(const char *path, char ***names, int64_t *n)
   char **v = NULL;
   if (dbuf_file_read_all(path, &data, &len, &d) != 0) {
     cli_err("%s", d.msg);
-    return cli_exit_code(d.code);
+    return d.code;
   }
   /* The names point into data, which is kept as v[-1] for freeing. */
   for (char *save = NULL, *tok = strtok_r(data, "\n", &save); tok != NULL;
@@ -264,7 +264,7 @@ load_order(const char *path, char ***names, int64_t *n)
         free(v);
         free(data);
         cli_err("%s: out of memory", path);
-        return CLI_EXIT_USAGE;
+        return DBUF_ENOMEM;
       }
       v = nv;
     }
@@ -273,7 +273,7 @@ load_order(const char *path, char ***names, int64_t *n)
   if (v == NULL) {
     free(data);
     cli_err("%s: no tensor names", path);
-    return CLI_EXIT_USAGE;
+    return DBUF_EPARSE;
   }
   v[0] = data;
   *names = v;
@@ -305,7 +305,7 @@ load_parallel(const cli_plan_opts_t *o, const char *model, dbuf_tensors_t **out,
     rc = dbuf_model_build_parallel(model, &p, out, &st, &d);
   if (rc != 0) {
     cli_err("%s", d.msg);
-    return rc == DBUF_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+    return rc;
   }
   snprintf(what, what_len,
            "model %s, tp %lld, pp %lld stage %lld (layers %lld-%lld), ep %lld, expert tp "
@@ -325,21 +325,21 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   int sources = (o->shapes != NULL) + (o->model != NULL) + (o->nsafetensors > 0);
   if (sources > 1) {
     cli_err("give only one of --shapes, --model and --safetensors");
-    return CLI_EXIT_USAGE;
+    return DBUF_EINVAL;
   }
   if (o->order != NULL && o->nsafetensors == 0) {
     cli_err("--order applies to --safetensors only");
-    return CLI_EXIT_USAGE;
+    return DBUF_EINVAL;
   }
   if (o->par_opt != NULL && (o->shapes != NULL || o->nsafetensors > 0)) {
     cli_err("--%s applies to the built-in models (--model) only", o->par_opt);
-    return CLI_EXIT_USAGE;
+    return DBUF_EINVAL;
   }
   if (o->shapes != NULL) {
     snprintf(what, what_len, "%s", strcmp(o->shapes, "-") ? o->shapes : "<stdin>");
     if (dbuf_shapes_read(o->shapes, out, digest, &d) != 0) {
       cli_err("%s", d.msg);
-      return cli_exit_code(d.code);
+      return d.code;
     }
     return 0;
   }
@@ -348,9 +348,10 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     int64_t norder = 0;
     dbuf_st_t *st;
     snprintf(what, what_len, "%s", o->safetensors[0]);
-    if (o->order != NULL && load_order(o->order, &order, &norder) != 0)
-      return CLI_EXIT_USAGE;
-    int rc = dbuf_st_open(o->safetensors, o->nsafetensors,
+    int rc;
+    if (o->order != NULL && (rc = load_order(o->order, &order, &norder)) != 0)
+      return rc;
+    rc = dbuf_st_open(o->safetensors, o->nsafetensors,
                           order ? (const char *const *)order + 1 : NULL, norder,
                           &st, &d);
     if (order) {
@@ -359,7 +360,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     }
     if (rc != 0) {
       cli_err("%s", d.msg);
-      return cli_exit_code(rc);
+      return rc;
     }
     rc = dbuf_tensors_dup(dbuf_st_tensors(st), out);
     if (digest)
@@ -367,7 +368,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     dbuf_st_destroy(st);
     if (rc != 0) {
       cli_err("%s: %s", what, dbuf_strerror(rc));
-      return CLI_EXIT_FAIL;
+      return rc;
     }
     return 0;
   }
@@ -381,7 +382,7 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   }
   if (dbuf_model_build(model, out, &d) != 0) {
     cli_err("--model: %s", d.msg);
-    return cli_exit_code(d.code);
+    return d.code;
   }
   if (digest)
     *digest = dbuf_hash64(model, strlen(model), 0);
@@ -400,11 +401,11 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
 
   if (o->owners != NULL && p.kind != DBUF_LAYOUT_TENSOR) {
     cli_err("--owners applies to --layout tensor only");
-    return CLI_EXIT_USAGE;
+    return DBUF_EINVAL;
   }
   if (p.node_size > 0 && p.kind == DBUF_LAYOUT_TENSOR) {
     cli_err("--node-size applies to --layout padded, compact and unpadded");
-    return CLI_EXIT_USAGE;
+    return DBUF_EINVAL;
   }
   if (p.kind == DBUF_LAYOUT_COMPACT && o->align_bytes > 0) {
     /* N bytes of elem_size-byte elements: offsets multiple of N / gcd. */
@@ -424,13 +425,13 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
     } else {
       if (dbuf_ints_read(o->owners, &vals, &n, &d) != 0) {
         cli_err("%s", d.msg);
-        return cli_exit_code(d.code);
+        return d.code;
       }
       owners = malloc((size_t)(n ? n : 1) * sizeof *owners);
       if (owners == NULL) {
         free(vals);
         cli_err("%s: out of memory", o->owners);
-        return CLI_EXIT_FAIL;
+        return DBUF_ENOMEM;
       }
       for (int64_t i = 0; i < n; i++) {
         if (vals[i] < 0 || vals[i] >= p.nranks) {
@@ -440,7 +441,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                   p.nranks);
           free(vals);
           free(owners);
-          return CLI_EXIT_USAGE;
+          return DBUF_EOWNER;
         }
         owners[i] = (int)vals[i];
       }
@@ -456,7 +457,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
       cli_err("%s: %s", o->owners, d.msg);
     else
       cli_err("%s: %s", what, d.msg);
-    return cli_exit_code(rc);
+    return rc;
   }
   return 0;
 }

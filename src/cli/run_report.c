@@ -164,9 +164,12 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
     return rc;
   fprintf(f, "Memory: %s%s\n", s->materialize ? "membind " : "not materialized (--no-materialize)",
           s->materialize ? s->membind : "");
-  fprintf(f, "\n%4s %-12s %-6s %-5s %-5s %14s %14s %10s %-40s %-40s %7s %7s %s\n", "rank",
-          "host", "numa", "bound", "cpus", "offset", "elements", "bytes", "first", "last",
-          "on-node", "GB/s", "verify");
+  /* Memory binding (membind: read back from the kernel) and CPU binding
+   * (cpubind: the CPUs the rank may run on, "none" when it may run on all),
+   * as mpirun --report-bindings tells them apart. */
+  fprintf(f, "\n%4s %-12s %-6s %-7s %-8s %14s %14s %10s %-40s %-40s %7s %7s %s\n", "rank",
+          "host", "numa", "membind", "cpubind", "offset", "elements", "bytes", "first", "last",
+          "on-node", "GiB/s", "verify");
   for (int r = 0; r < s->nranks; r++) {
     const run_rank_rec_t *x = &recs[r];
     if (!x->materialized || x->on_node < 0)
@@ -174,12 +177,13 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
     else
       snprintf(pn, sizeof pn, "%.1f%%", 100.0 * x->on_node);
     if (x->materialized && x->bytes > 0)
-      snprintf(gb, sizeof gb, "%.2f", x->gbps);
+      snprintf(gb, sizeof gb, "%.2f", x->gbps * 1e9 / 1073741824.0);
     else
       snprintf(gb, sizeof gb, "-");
-    fprintf(f, "%4d %-12s %-6s %-5s %-5s %14s %14s %10s %-40s %-40s %7s %7s %s\n", x->rank,
+    fprintf(f, "%4d %-12s %-6s %-7s %-8s %14s %14s %10s %-40s %-40s %7s %7s %s\n", x->rank,
             x->host, x->numa[0] ? x->numa : "-",
-            !x->materialized ? "-" : x->mem_bound ? "yes" : "no", x->cpus[0] ? x->cpus : "-",
+            !x->materialized ? "-" : x->mem_bound ? "yes" : "no",
+            !x->cpus[0] ? "-" : x->cpu_bound ? x->cpus : "none",
             dbuf_report_count(a, sizeof a, x->offset),
             dbuf_report_count(b, sizeof b, x->elements), dbuf_report_bytes(by, sizeof by, x->bytes),
             fmt_pos(p1, sizeof p1, l, x->first_tensor, x->first_row),
@@ -215,7 +219,7 @@ pos_json(const dbuf_layout_t *l, int64_t t, int64_t row)
 static char *dump_doc(json_t *doc);
 
 /* Every problem known on rank 0: the listed lines, else the agreed first
- * problem of a failed verification, else none. */
+ * problem, else none. */
 static json_t *
 problems_json(const run_summary_t *s)
 {
@@ -283,14 +287,64 @@ run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_r
 }
 
 char *
-run_report_problems_json(const char *source, const run_summary_t *s)
+run_report_stopped_json(const char *source, int is_layout_file, const run_summary_t *s)
 {
-  json_t *doc = json_pack("{s:s, s:i, s:s, s:o, s:I, s:s, s:s, s:i}", "format",
-                          "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict", "FAIL",
-                          "problems", problems_json(s), "problem_count", (json_int_t)s->problems,
-                          "message", s->message ? s->message : "", "layout_file", source,
-                          "ranks", s->nranks);
+  json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:i, s:o, s:I, s:s, s:s, s:i}", "format",
+                          "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict",
+                          s->verdict ? s->verdict : "ERROR", "phase", s->phase ? s->phase : "",
+                          "exit_code", s->exit_code, "problems", problems_json(s),
+                          "problem_count", (json_int_t)s->problems, "message",
+                          s->message ? s->message : "", is_layout_file ? "layout_file" : "source",
+                          source ? source : "", "ranks", s->nranks);
   return dump_doc(doc);
+}
+
+void
+run_report_problems_err(const run_summary_t *s)
+{
+  if (s->nproblem_lines == 0) {
+    fprintf(stderr, "dbuf-shard: %s\n", s->message ? s->message : "FAIL");
+    return;
+  }
+  for (int64_t i = 0; i < s->nproblem_lines; i++)
+    fprintf(stderr, "dbuf-shard: %s\n", s->problem_lines[i]);
+  if (s->nproblem_lines > 1 || s->problems > 1)
+    fprintf(stderr, "dbuf-shard: FAIL: %" PRId64 " problem%s (above: the first of each rank "
+                    "that found one)\n",
+            s->problems, s->problems == 1 ? "" : "s");
+}
+
+void
+run_report_lines_free(char **lines, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++)
+    free(lines[i]);
+  free(lines);
+}
+
+int
+run_report_rank_problems(const run_summary_t *s, const run_rank_rec_t *recs, char ***lines,
+                         int64_t *n)
+{
+  char **v = calloc((size_t)s->nranks + 1, sizeof *v);
+  int64_t k = 0;
+  if (v == NULL)
+    return -1;
+  const char *agreed = s->message != NULL ? s->message : "";
+  if (agreed[0] != '\0' && (v[k++] = strdup(agreed)) == NULL)
+    goto oom;
+  for (int r = 0; r < s->nranks; r++) {
+    if (recs[r].verify_ok || strcmp(recs[r].verify, agreed) == 0)
+      continue;
+    if ((v[k++] = strdup(recs[r].verify)) == NULL)
+      goto oom;
+  }
+  *lines = v;
+  *n = k;
+  return 0;
+oom:
+  run_report_lines_free(v, k);
+  return -1;
 }
 
 void

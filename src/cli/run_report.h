@@ -45,8 +45,12 @@ typedef struct run_summary {
   int pass;
   int64_t problems;
   const char *message;      /* the agreed first problem, or "" */
-  char *const *problem_lines; /* every problem, when known (--layout-file) */
+  char *const *problem_lines; /* every problem known on rank 0 */
   int64_t nproblem_lines;
+  /* A run stopped before its report (run_report_stopped_json): */
+  const char *verdict;      /* "FAIL" (a broken --layout-file) or "ERROR" */
+  const char *phase;        /* the phase that failed ("planning and broadcast") */
+  int exit_code;            /* the exit status of every rank */
 } run_summary_t;
 
 /* Version of the report JSON (2: "problems" is the array of problems,
@@ -71,9 +75,26 @@ char *run_report_json(const dbuf_layout_t *l, const run_summary_t *s,
                       const run_rank_rec_t *recs, const dbuf_nodes_t *n,
                       const run_timings_t *t);
 
-/* The report of a --layout-file run stopped by a broken layout: every
- * problem line of s (JSON: malloc'd text, or NULL). */
-char *run_report_problems_json(const char *source, const run_summary_t *s);
+/* The report of a run stopped before its end (bad input, a failed phase, a
+ * broken --layout-file): verdict, phase, exit code, the reason and every
+ * problem line of s; source names the input ("layout_file" key for a
+ * --layout-file).  Malloc'd text, or NULL. */
+char *run_report_stopped_json(const char *source, int is_layout_file, const run_summary_t *s);
+
+/* A --layout-file run stopped by a broken layout: every problem on f, then
+ * the FAIL line. */
 void run_report_problems_text(FILE *f, const char *source, const run_summary_t *s);
+
+/* Every problem of a failed verification, one line each on stderr as
+ * "dbuf-shard: LINE", then, when there are several, their count. */
+void run_report_problems_err(const run_summary_t *s);
+
+/* s->problem_lines of a failed verification: the agreed first problem, then
+ * the first problem of every other rank that found one (recs: nranks
+ * records).  The lines are malloc'd into *lines (free with
+ * run_report_lines_free); returns 0 or -1 when out of memory. */
+int run_report_rank_problems(const run_summary_t *s, const run_rank_rec_t *recs, char ***lines,
+                             int64_t *n);
+void run_report_lines_free(char **lines, int64_t n);
 
 #endif

@@ -4,6 +4,19 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* The table numbers its rows -1, -2, ... in order, so that DBUF_ERRNO_MAX,
+ * which counts the rows, is one past the last code. */
+enum {
+#define DBUF__ERR_POS(name, val, msg) DBUF__POS_##name,
+  DBUF_ERRNO_MAP(DBUF__ERR_POS)
+#undef DBUF__ERR_POS
+};
+#define DBUF__ERR_CHECK(name, val, msg)                                        \
+  _Static_assert((val) == -(DBUF__POS_##name + 1),                             \
+                 "DBUF_" #name " is not numbered by its row in DBUF_ERRNO_MAP");
+DBUF_ERRNO_MAP(DBUF__ERR_CHECK)
+#undef DBUF__ERR_CHECK
+
 const char *
 dbuf_strerror(int err)
 {

@@ -634,7 +634,7 @@ dbuf_model_name(int i)
   return (i >= 0 && i < DBUF__NMODELS) ? dbuf__models[i].name : NULL;
 }
 
-/* Append printf text at *used; 0 or DBUF_ENOMEM once buf is full. */
+/* Append printf text at *used; 0 or DBUF_ENOBUFS once buf is full. */
 static int append(char *buf, size_t len, size_t *used, const char *fmt, ...)
     DBUF__PRINTF(4, 5);
 
@@ -644,13 +644,13 @@ append(char *buf, size_t len, size_t *used, const char *fmt, ...)
   va_list ap;
   int w;
   if (*used >= len)
-    return DBUF_ENOMEM;
+    return DBUF_ENOBUFS;
   va_start(ap, fmt);
   w = vsnprintf(buf + *used, len - *used, fmt, ap);
   va_end(ap);
   if (w < 0 || (size_t)w >= len - *used) {
     *used = len;
-    return DBUF_ENOMEM;
+    return DBUF_ENOBUFS;
   }
   *used += (size_t)w;
   return 0;

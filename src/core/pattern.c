@@ -98,7 +98,7 @@ progress_add(progress_t *p, int64_t bytes)
   if (p->fn != NULL && (p->done >= p->next || p->done == p->total)) {
     p->next = p->done + PROGRESS_STEP;
     if (p->fn(p->done, p->total, p->arg) != 0)
-      return DBUF_EINVAL;
+      return DBUF_ECANCELED;
   }
   return 0;
 }

@@ -190,11 +190,12 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
     int64_t dims[DBUF_MAX_DIMS];
     dbuf_diag_t d;
     int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
-    if (rc == 0)
-      rc = dbuf_tensors_add(t, tname, ndim, dims, &d);
     if (rc != 0)
       return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
                         d.msg);
+    /* dbuf_tensors_add names the tensor itself: add only the line. */
+    if ((rc = dbuf_tensors_add(t, tname, ndim, dims, &d)) != 0)
+      return dbuf__diag(diag, rc, "%s:%ld: %s", name, line, d.msg);
   }
   return 0;
 }

@@ -354,7 +354,7 @@ dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len)
                      (long long)dims[i]);
     if (w < 0 || (size_t)w >= len - used) {
       buf[used] = '\0';
-      return DBUF_ENOMEM;
+      return DBUF_ENOBUFS;
     }
     used += (size_t)w;
   }

@@ -22,7 +22,7 @@ dbuf__list_out(hwloc_const_bitmap_t set, char *buf, size_t len, const char *what
   size_t need = strlen(s) + 1;
   if (need > len) {
     int rc =
-        dbuf__diag(diag, DBUF_ERANGE, "%s list \"%.64s%s\" needs %zu bytes, the buffer has %zu",
+        dbuf__diag(diag, DBUF_ENOBUFS, "%s list \"%.64s%s\" needs %zu bytes, the buffer has %zu",
                    what, s, need > 65 ? "..." : "", need, len);
     free(s);
     return rc;

@@ -2,7 +2,7 @@
 # Tests of the MPI service (`mpirun -np N dbuf-shard`): every layout kind at
 # 1, 2, 3, 4 and 8 ranks (8 oversubscribed), more ranks than rows, dp a
 # multiple of the ranks, the default model, two simulated nodes, every fault
-# injection, rank 0 failing on bad input, inputs differing between ranks, and
+# injection (every problem listed), rank 0 failing on bad input (the report still written), inputs differing between ranks, and
 # a rank killed mid-run.  Report values are checked against `dbuf-shard plan`
 # (serial, no MPI), which computes them independently of the MPI run.
 # Every mpirun runs under timeout: a hanging rank would hang the job forever.
@@ -117,6 +117,8 @@ else
   fail "default: plan section differs from 'plan --dp 8':"
   diff "$T/run-summary" "$T/plan-summary"
 fi
+expect_err_has "dbuf-shard: materializing 2.30 GiB on 8 ranks" "default: progress in binary units"
+expect_out_has " numa   membind cpubind " "default: the binding columns say memory and CPU"
 jq_is "$T/default.json" '[.format, .version, .verdict, .plan.layout, .plan.dp, .plan.dtype, (.ranks | length), ([.ranks[].bytes] | add)]' \
   '["dbuf-shard-report", 2, "PASS", "padded", 8, "bf16", 8, 2471755776]' "default: report"
 jq_is "$T/default.json" '[.ranks[] | .materialized and .pages_on_node != null and .gbps > 0] | all' 'true' \
@@ -203,14 +205,33 @@ for f in shift:2 stale:1 corrupt:3 shift:0 stale:0; do
   r=${f#*:}
   DBUF_FAULT=$f mpi 4 -q --shapes "$T/small.shapes" --layout unpadded --report "$T/fault.json"
   expect_code 1 "fault $f: exit 1"
-  if [ "$(wc -l <"$T/stderr")" -eq 1 ] && grep -Eq "^dbuf-shard: rank $r: .*tensor [a-z0-9]+ row [0-9]+" "$T/stderr"; then
-    pass "fault $f: one line naming rank $r, the tensor and the row: $ERR"
+  if head -1 "$T/stderr" | grep -Eq "^dbuf-shard: rank $r: .*tensor [a-z0-9]+ row [0-9]+"; then
+    pass "fault $f: the first line names rank $r, the tensor and the row: $(head -1 "$T/stderr")"
   else
     fail "fault $f: stderr '$ERR'"
   fi
-  jq_is "$T/fault.json" "[.verdict, (.problem_count > 0), (.problems | length == 1), (.ranks[$r].verify != \"ok\")]" '["FAIL", true, true, true]' \
+  jq_is "$T/fault.json" "[.verdict, (.problem_count > 0), (.problems[0] == .message), (.ranks[$r].verify != \"ok\")]" '["FAIL", true, true, true]' \
     "fault $f: report says FAIL and names the rank"
+  # Every problem listed: the problem lines on stderr are the report's
+  # problems, then (several problems) the count, which is problem_count.
+  n=$(jq .problem_count "$T/fault.json")
+  if [ "$n" -gt 1 ]; then
+    jq -r '(.problems[] | "dbuf-shard: " + .), "dbuf-shard: FAIL: \(.problem_count) problems (above: the first of each rank that found one)"' \
+      "$T/fault.json" >"$T/want.err"
+  else
+    jq -r '.problems[] | "dbuf-shard: " + .' "$T/fault.json" >"$T/want.err"
+  fi
+  if cmp -s "$T/stderr" "$T/want.err"; then
+    pass "fault $f: stderr lists the report's $(jq '.problems | length' "$T/fault.json") problem line(s) and the count $n"
+  else
+    fail "fault $f: stderr '$ERR', want '$(cat "$T/want.err")'"
+  fi
 done
+# stale:0 -- rank 0 holds the stale plan, and rank 1 sees its start moved:
+# both ranks' own first problems are listed, rank 0's (the agreed one) first.
+DBUF_FAULT=stale:0 mpi 4 -q --shapes "$T/small.shapes" --layout unpadded --report "$T/fault.json"
+jq_is "$T/fault.json" '[(.problems | length), (.problems[0] | test("^rank 0: stale layout: ")), (.problems[1] | test("^rank 1: segment starts at "))]' \
+  '[2, true, true]' "fault stale:0: the first problem of ranks 0 and 1 in the report"
 for kind in padded tensor; do
   for f in shift:1 stale:1 corrupt:2; do
     DBUF_FAULT=$f mpi 3 -q --shapes "$T/small.shapes" --layout "$kind"
@@ -235,25 +256,36 @@ else
   fail "rank 2 killed: exit $CODE after ${SECS}s"
 fi
 
-# Rank 0 cannot read or plan: every rank exits 2 promptly, one message, no report.
+# Rank 0 cannot read or plan: every rank exits 2 promptly, one message, and
+# the report (options agreed) says why; a bad option writes no report.
 printf 'a 4x3\nb 5xq\n' >"$T/bad.shapes"
 bad_input() { # ARGS... then the expected message as the last argument
-  local want=${*: -1}
-  rm -f "$T/never.json"
-  mpi 4 -q --report "$T/never.json" "${@:1:$#-1}"
-  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ "$SECS" -le 20 ] && [ ! -e "$T/never.json" ]; then
-    pass "bad input ${*:1:$#-1}: exit 2 in ${SECS}s: $ERR"
+  local want=${*: -1} name="bad input ${*:1:$#-1}"
+  rm -f "$T/stopped.json"
+  mpi 4 -q --report "$T/stopped.json" "${@:1:$#-1}"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ "$SECS" -le 20 ]; then
+    pass "$name: exit 2 in ${SECS}s: $ERR"
   else
-    fail "bad input ${*:1:$#-1}: exit $CODE after ${SECS}s, stderr '$ERR', want '$want'"
+    fail "$name: exit $CODE after ${SECS}s, stderr '$ERR', want '$want'"
   fi
+  if [ "${PHASE:-}" = "" ]; then
+    [ ! -e "$T/stopped.json" ] && pass "$name: no report" || fail "$name: a report was written"
+    return
+  fi
+  jq_is "$T/stopped.json" '[.verdict, .phase, .exit_code, .problem_count, .message == .problems[0], .ranks]' \
+    "[\"ERROR\", \"$PHASE\", 2, 1, true, 4]" "$name: the report says ERROR, where and why"
+  jq_is "$T/stopped.json" '"dbuf-shard: " + .message' "$(jq -n --arg m "$want" '$m')" \
+    "$name: the report's reason is the message"
 }
+PHASE="planning and broadcast"
 bad_input --shapes "$T/bad.shapes" \
   "dbuf-shard: rank 0: $T/bad.shapes:2: tensor b: shape '5xq': expected a non-negative integer at 'q'"
 bad_input --shapes "$T/missing.shapes" "dbuf-shard: rank 0: $T/missing.shapes: cannot open: No such file or directory"
 bad_input --shapes "$T/small.shapes" --block-size 7 \
   "$("$DBUF" plan --shapes "$T/small.shapes" --block-size 7 2>&1 | sed 's/^dbuf-shard: /dbuf-shard: rank 0: /')"
-bad_input --shapes "$T/small.shapes" --membind node:99 \
+PHASE=materialization bad_input --shapes "$T/small.shapes" --membind node:99 \
   "dbuf-shard: rank 0: NUMA node 99 does not exist: this system has 1 NUMA node(s), OS indexes 0"
+PHASE=
 bad_input --bogus "dbuf-shard: run: unknown option '--bogus' (see 'dbuf-shard run --help')"
 bad_input --membind far "dbuf-shard: --membind: 'far' is not local, node:N, interleave or none"
 
@@ -270,6 +302,20 @@ expect_err_has "input differs from rank 0's (" "check-inputs: message"
 expect_err_has "ranks 2-3 (" "check-inputs: names ranks 2-3 and their host"
 mpi 3 -q --check-inputs --shapes "$T/small.shapes"
 expect_code 0 "check-inputs: same input everywhere"
+
+# Started without mpirun: one rank, and it says so (and how to start more)
+# before anything else; under mpirun -np 1 it does not.
+run --shapes "$T/small.shapes" --no-materialize
+expect_code 0 "singleton: PASS"
+if [ "$(head -1 "$T/stderr")" = "dbuf-shard: running as a single rank (started without mpirun); start more with 'mpirun -np 8 dbuf-shard'" ] &&
+  [ "$(wc -l <"$T/stderr")" -eq 1 ]; then
+  pass "singleton: one line says so"
+else
+  fail "singleton: stderr '$ERR'"
+fi
+mpi 1 --shapes "$T/small.shapes" --no-materialize
+expect_code 0 "mpirun -np 1: PASS"
+expect_err "" "mpirun -np 1: no singleton line"
 
 # --help needs no MPI and prints once.
 run run --help
