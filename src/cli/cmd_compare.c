@@ -210,7 +210,7 @@ cmd_compare(int argc, char **argv)
       rc = CLI_EXIT_OK;
       goto out;
     default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("compare", c, argv);
+      cli_bad_option("compare", c, argv, longopts);
       goto out;
     }
   }

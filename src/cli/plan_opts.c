@@ -6,6 +6,7 @@
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,32 @@ const char cli_plan_help[] =
     "                         (default 128)\n"
     "  --naming hf|megatron   the model's own names (default), or Megatron-Core's\n"
     "                         names and fused shapes (Transformer Engine spec)\n";
+
+int
+cli_check_dp(const char *what, int64_t dp)
+{
+  if (dp <= CLI_DP_MAX)
+    return 0;
+  /* The plan keeps at least one 8-byte offset per rank, and the reports a
+   * line or more per rank: refuse before any of it is allocated. */
+  double gib = ((double)dp + 1.0) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+  cli_err("%s %lld is above the limit of %d (2^24) ranks: planning keeps 8 bytes or more "
+          "per rank (%.1f GiB here) and the reports a line per rank",
+          what, (long long)dp, CLI_DP_MAX, gib);
+  return CLI_EXIT_USAGE;
+}
+
+/* --dp N: in [1, 2^24]; above it, the reason. */
+static int
+parse_dp(const char *arg, int64_t *out)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(arg, &end, 10);
+  if (*arg != '\0' && *end == '\0' && errno != ERANGE && v > CLI_DP_MAX)
+    return cli_check_dp("--dp", v);
+  return cli_parse_i64("dp", arg, 1, CLI_DP_MAX, out);
+}
 
 /* CLI dtype names onto the safetensors dtype table of the core. */
 static const struct {
@@ -184,7 +211,7 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
     o->order = arg;
     return 1;
   case CLI_OPT_DP:
-    if (cli_parse_i64("dp", arg, 1, INT_MAX, &v) != 0)
+    if (parse_dp(arg, &v) != 0)
       return CLI_OPT_BAD;
     o->params.nranks = (int)v;
     o->dp_set = 1;
@@ -317,6 +344,27 @@ load_parallel(const cli_plan_opts_t *o, const char *model, dbuf_tensors_t **out,
   return 0;
 }
 
+/* A model name that is not built in but close to one: the error with the
+ * suggestion.  Other unknown names are left to the core's message, which
+ * lists every model. */
+static int
+check_model(const char *name)
+{
+  cli_suggest_t s;
+  char hint[256];
+  cli_suggest_init(&s, name, strlen(name));
+  for (int i = 0; i < dbuf_models_count(); i++) {
+    if (strcmp(name, dbuf_model_name(i)) == 0)
+      return 0;
+    cli_suggest_add(&s, dbuf_model_name(i));
+  }
+  if (s.n == 0)
+    return 0;
+  cli_err("--model: unknown model '%s'%s (see 'dbuf-shard models')", name,
+          cli_suggest_text(&s, "", hint, sizeof hint));
+  return CLI_EXIT_USAGE;
+}
+
 int
 cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                  uint64_t *digest, char *what, size_t what_len)
@@ -372,6 +420,8 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     return 0;
   }
   const char *model = o->model ? o->model : DBUF_MODEL_DEFAULT;
+  if (check_model(model) != 0)
+    return CLI_EXIT_USAGE;
   snprintf(what, what_len, "model %s", model);
   if (o->par_opt != NULL) {
     int rc = load_parallel(o, model, out, what, what_len);
@@ -386,6 +436,43 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   if (digest)
     *digest = dbuf_hash64(model, strlen(model), 0);
   return 0;
+}
+
+/* Padding above this share of the buffer is worth a warning. */
+#define WARN_PADDING_PERCENT 10
+
+/*
+ * A valid layout that is probably not what was meant: more ranks than the
+ * tensors have rows (some ranks hold no row: valid, empty segments are part
+ * of the rules), or padding above WARN_PADDING_PERCENT of the buffer.  One
+ * line each on stderr, "dbuf-shard: warning: ...".
+ */
+static void
+warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
+{
+  int64_t rows = 0;
+  int dp = dbuf_layout_nranks(l);
+  for (int64_t i = 0; i < dbuf_tensors_count(t); i++) {
+    if (__builtin_add_overflow(rows, dbuf_tensors_rows(t, i), &rows))
+      return; /* more rows than any dp */
+  }
+  if (dp > rows)
+    cli_err("warning: dp %d is more than the %lld rows of %s: at least %lld ranks hold no "
+            "row (valid, but probably not what was meant)",
+            dp, (long long)rows, what, (long long)(dp - rows));
+  dbuf_layout_stats_t st;
+  int64_t size = dbuf_layout_size(l), tenfold;
+  if (size == 0 || dbuf_layout_stats(l, &st) != 0)
+    return;
+  /* padding x 100 / PERCENT > size; a product past INT64_MAX is past size. */
+  if (__builtin_mul_overflow(st.padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
+      tenfold > size) {
+    int64_t pct100 = (int64_t)((double)st.padding * 10000.0 / (double)size);
+    cli_err("warning: padding is %lld.%02lld%% of the buffer (%lld of %lld elements)%s",
+            (long long)(pct100 / 100), (long long)(pct100 % 100), (long long)st.padding,
+            (long long)size,
+            dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED ? "; --layout unpadded has none" : "");
+  }
 }
 
 int
@@ -458,6 +545,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
       cli_err("%s: %s", what, d.msg);
     return cli_exit_code(rc);
   }
+  warn_layout(t, *out, what);
   return 0;
 }
 

@@ -125,7 +125,7 @@ bad "dim too big" "dbuf-shard: $T/s7:1: tensor a: shape '99999999999999999999': 
 printf 'a 4x4 extra\n' >"$T/s8"
 bad "trailing text" "dbuf-shard: $T/s8:1: tensor a: unexpected text 'extra' after the shape" plan --shapes "$T/s8"
 bad "missing file" "dbuf-shard: $T/nope: cannot open: No such file or directory" plan --shapes "$T/nope"
-bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --dp 0
+bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 16777216]" plan --shapes "$T/seed" --dp 0
 bad "dp text" "dbuf-shard: --dp: 'x3' is not an integer" plan --shapes "$T/seed" --dp x3
 bad "block 0" "dbuf-shard: --block-size: 0 is out of range [1, 9223372036854775807]" plan --shapes "$T/seed" --block-size 0
 bad "layout kind" "dbuf-shard: --layout: 'rows' is not padded, unpadded, tensor or compact" plan --shapes "$T/seed" --layout rows
@@ -152,7 +152,7 @@ bad "format" "dbuf-shard: --format: 'xml' is not a known format (summary, table,
 bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetensors" plan --shapes "$T/seed" --model llama-3.2-1b
 
 # An unwritable output: exit non-zero, no partial file.
-run plan --shapes "$T/seed" -o "$T/no/such/dir/out.json"
+run plan --shapes "$T/seed" --layout unpadded -o "$T/no/such/dir/out.json"
 expect_code 2 "unwritable output"
 expect_err "dbuf-shard: $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
 
