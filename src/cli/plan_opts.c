@@ -467,10 +467,8 @@ warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
   /* padding x 100 / PERCENT > size; a product past INT64_MAX is past size. */
   if (__builtin_mul_overflow(st.padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
       tenfold > size) {
-    int64_t pct100 = (int64_t)((double)st.padding * 10000.0 / (double)size);
-    cli_err("warning: padding is %lld.%02lld%% of the buffer (%lld of %lld elements)%s",
-            (long long)(pct100 / 100), (long long)(pct100 % 100), (long long)st.padding,
-            (long long)size,
+    cli_err("warning: padding is %.2f%% of the buffer (%lld of %lld elements)%s",
+            100.0 * (double)st.padding / (double)size, (long long)st.padding, (long long)size,
             dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED ? "; --layout unpadded has none" : "");
   }
 }
