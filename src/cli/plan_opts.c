@@ -21,7 +21,9 @@ const char cli_plan_help[] =
     "                         model.safetensors.index.json (repeatable)\n"
     "  --order FILE           tensor order for --safetensors: one name a line\n"
     "Layout:\n"
-    "  --dp N                 shard count (plan: default 1; run: the rank count)\n"
+    "  --dp N                 shard count, 1 to 2^24 (plan: default 1; run: the\n"
+    "                         rank count); a dp above the tensors' rows, or\n"
+    "                         padding above 10% of the buffer, is warned about\n"
     "  --layout KIND          padded (default), unpadded, tensor or compact\n"
     "  --block-size B         rows kept together (BlockAtomic), default 1\n"
     "  --owners FILE|auto|auto-ns\n"
@@ -457,9 +459,10 @@ warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
       return; /* more rows than any dp */
   }
   if (dp > rows)
-    cli_err("warning: dp %d is more than the %lld rows of %s: at least %lld ranks hold no "
+    cli_err("warning: dp %d is more than the %lld row%s of %s: at least %lld %s no "
             "row (valid, but probably not what was meant)",
-            dp, (long long)rows, what, (long long)(dp - rows));
+            dp, (long long)rows, rows == 1 ? "" : "s", what, (long long)(dp - rows),
+            dp - rows == 1 ? "rank holds" : "ranks hold");
   dbuf_layout_stats_t st;
   int64_t size = dbuf_layout_size(l), tenfold;
   if (size == 0 || dbuf_layout_stats(l, &st) != 0)
