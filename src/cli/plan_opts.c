@@ -6,7 +6,6 @@
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,18 +67,6 @@ cli_check_dp(const char *what, int64_t dp)
           "per rank (%.1f GiB here) and the reports a line per rank",
           what, (long long)dp, CLI_DP_MAX, gib);
   return CLI_EXIT_USAGE;
-}
-
-/* --dp N: in [1, 2^24]; above it, the reason. */
-static int
-parse_dp(const char *arg, int64_t *out)
-{
-  char *end;
-  errno = 0;
-  long long v = strtoll(arg, &end, 10);
-  if (*arg != '\0' && *end == '\0' && errno != ERANGE && v > CLI_DP_MAX)
-    return cli_check_dp("--dp", v);
-  return cli_parse_i64("dp", arg, 1, CLI_DP_MAX, out);
 }
 
 /* CLI dtype names onto the safetensors dtype table of the core. */
@@ -213,7 +200,7 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
     o->order = arg;
     return 1;
   case CLI_OPT_DP:
-    if (parse_dp(arg, &v) != 0)
+    if (cli_parse_i64("dp", arg, 1, INT_MAX, &v) != 0)
       return CLI_OPT_BAD;
     o->params.nranks = (int)v;
     o->dp_set = 1;
@@ -373,6 +360,11 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
 {
   dbuf_diag_t d;
   int sources = (o->shapes != NULL) + (o->model != NULL) + (o->nsafetensors > 0);
+  /* Here, not when --dp is parsed: under MPI a rank that alone was given a
+   * huge --dp must reach the agreement that names the differing option, and
+   * rank 0's refusal reaches every rank with the layout broadcast. */
+  if (cli_check_dp("--dp", o->params.nranks) != 0)
+    return CLI_EXIT_USAGE;
   if (sources > 1) {
     cli_err("give only one of --shapes, --model and --safetensors");
     return CLI_EXIT_USAGE;

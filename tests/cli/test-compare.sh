@@ -96,7 +96,7 @@ expect_json '[.[] | select(.scheme == "unpadded" or .scheme == "tensor") | .buff
   '[2471628800]' "model: unpadded and tensor hold the logical bytes"
 
 bad "no dp" "dbuf-shard: compare: --dp N is required" compare --shapes "$M"
-bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 16777216]" compare --shapes "$M" --dp 0
+bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 0
 bad "node size 0" "dbuf-shard: --node-size: 0 is out of range [1, 2147483647]" compare --shapes "$M" --dp 4 --node-size 0
 bad "unknown scheme" "dbuf-shard: --schemes: 'zero2' is not a scheme (padded, compact, unpadded, tensor, fsdp2, fsdp1, zero3)" \
   compare --shapes "$M" --dp 4 --schemes fsdp1,zero2

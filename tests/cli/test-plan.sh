@@ -125,7 +125,7 @@ bad "dim too big" "dbuf-shard: $T/s7:1: tensor a: shape '99999999999999999999': 
 printf 'a 4x4 extra\n' >"$T/s8"
 bad "trailing text" "dbuf-shard: $T/s8:1: tensor a: unexpected text 'extra' after the shape" plan --shapes "$T/s8"
 bad "missing file" "dbuf-shard: $T/nope: cannot open: No such file or directory" plan --shapes "$T/nope"
-bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 16777216]" plan --shapes "$T/seed" --dp 0
+bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --dp 0
 bad "dp text" "dbuf-shard: --dp: 'x3' is not an integer" plan --shapes "$T/seed" --dp x3
 bad "block 0" "dbuf-shard: --block-size: 0 is out of range [1, 9223372036854775807]" plan --shapes "$T/seed" --block-size 0
 bad "layout kind" "dbuf-shard: --layout: 'rows' is not padded, unpadded, tensor or compact" plan --shapes "$T/seed" --layout rows
