@@ -134,6 +134,20 @@ warn "padding 10%: no warning" "" plan --shapes "$T/a18" --dp 4
 warn "seed padded at dp 5" "dbuf-shard: warning: padding is 13.33% of the buffer (8 of 60 elements); --layout unpadded has none" \
   plan --shapes "$T/seed" --dp 5 --format diagram
 
+# ---- what a one-machine user needs, first in the README's run section and
+# in the man page's ENVIRONMENT and EXAMPLES ----
+first=$(sed -n '/^### Run under mpirun/,/^#### The service/p' "$SRC/README.md")
+env_man=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH EXIT STATUS/p' "$SRC/dbuf-shard.1")
+ex_man=$(sed -n '/^\.SH EXAMPLES/,/^\.SH SEE ALSO/p' "$SRC/dbuf-shard.1")
+for w in OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=lo \
+         OMPI_MCA_oob_tcp_if_include=lo --oversubscribe dbuf-fake-rsh; do
+  grep -qF -- "$w" <<<"$first" && pass "README run section starts with $w" ||
+    fail "README: $w is not in the run section's first part"
+  esc=$(sed 's/-/\\-/g' <<<"$w")
+  grep -qF -e "$w" -e "$esc" <<<"$env_man$ex_man" && pass "man ENVIRONMENT/EXAMPLES: $w" ||
+    fail "man: $w is in neither ENVIRONMENT nor EXAMPLES"
+done
+
 # ---- the README's two-node example, as written ----
 # The line is taken from README.md; only the installed launcher's path and the
 # program name are replaced by the build tree's.
