@@ -22,6 +22,10 @@ for f in bin/dbuf-shard lib/libdbuf.so lib/pkgconfig/dbuf.pc include/dbuf/layout
   if [ -e "$root/$f" ]; then ok "installed $f"; else bad "installed $f"; fi
 done
 
+# The fake-node launcher of the README's two-node example, executable.
+f=libexec/dbuf-shard/dbuf-fake-rsh
+if [ -x "$root/$f" ]; then ok "installed $f, executable"; else bad "installed $f, executable"; fi
+
 # The README's C example, between its markers.
 sed -n '/^<!-- example:begin -->$/,/^<!-- example:end -->$/p' "$top/README.md" |
   sed '1,2d;$d' | sed '$d' >"$stage/example.c"

@@ -37,9 +37,28 @@ int cli_exit_code(int err);
 
 /*
  * getopt_long returned ':' (missing value) or '?' (unknown option) for
- * subcommand cmd: print the one-line error.  Returns CLI_EXIT_USAGE.
+ * subcommand cmd, whose options are longopts: print the one-line error,
+ * with "did you mean" for a misspelled long option.  Returns CLI_EXIT_USAGE.
  */
-int cli_bad_option(const char *cmd, int c, char **argv);
+int cli_bad_option(const char *cmd, int c, char **argv, const struct option *longopts);
+
+/*
+ * "Did you mean": feed the candidates to cli_suggest_add one by one; the
+ * closest (a few edits at most, or a word that starts one) are kept, ties
+ * up to CLI_SUGGEST_MAX.  O(candidates x 64 x 64).
+ */
+#define CLI_SUGGEST_MAX 3
+typedef struct cli_suggest {
+  const char *word; /* the misspelled word, len bytes */
+  size_t len;
+  int best;         /* distance of cand[], or the most allowed while n is 0 */
+  int n;
+  const char *cand[CLI_SUGGEST_MAX];
+} cli_suggest_t;
+void cli_suggest_init(cli_suggest_t *s, const char *word, size_t len);
+void cli_suggest_add(cli_suggest_t *s, const char *cand);
+/* "; did you mean 'PREFIXa' or 'PREFIXb'?" in buf, or "" when none is close. */
+const char *cli_suggest_text(const cli_suggest_t *s, const char *prefix, char *buf, size_t len);
 
 /* Integer option: whole string, no overflow, within [min, max]. */
 int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
@@ -133,6 +152,14 @@ enum {
       {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN},                \
       CLI_PARALLEL_LONGOPTS,                                                   \
       {"node-size", required_argument, NULL, CLI_OPT_NODE_SIZE}
+
+/*
+ * The most ranks (dp) any command plans for: 2^24.  cli_check_dp refuses a
+ * larger dp with the reason (printed as "WHAT DP is above ..."); 0 or
+ * CLI_EXIT_USAGE.
+ */
+#define CLI_DP_MAX (1 << 24)
+int cli_check_dp(const char *what, int64_t dp);
 
 /* Help text of the shared planning options. */
 extern const char cli_plan_help[];

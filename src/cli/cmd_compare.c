@@ -30,7 +30,7 @@ compare_usage(FILE *f)
           "  --model NAME           a built-in model (default " DBUF_MODEL_DEFAULT ")\n"
           "  --safetensors FILE...  checkpoint headers\n"
           "  --order FILE           tensor order for --safetensors\n"
-          "  --dp N                 shard count W (required)\n"
+          "  --dp N                 shard count W, 1 to 2^24 (required)\n"
           "  --dtype T              element type of the byte figures (default bf16)\n"
           "  --node-size K          add the tensors crossing node boundaries, nodes\n"
           "                         of K consecutive ranks\n"
@@ -210,7 +210,7 @@ cmd_compare(int argc, char **argv)
       rc = CLI_EXIT_OK;
       goto out;
     default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("compare", c, argv);
+      cli_bad_option("compare", c, argv, longopts);
       goto out;
     }
   }

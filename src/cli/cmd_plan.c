@@ -391,7 +391,7 @@ cmd_plan(int argc, char **argv)
       rc = CLI_EXIT_OK;
       goto out;
     default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("plan", c, argv);
+      cli_bad_option("plan", c, argv, longopts);
       goto out;
     }
   }

@@ -210,7 +210,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     case 'h':
       return -1;
     default: /* ':' missing value, '?' unknown option */
-      return cli_bad_option("run", c, argv);
+      return cli_bad_option("run", c, argv, longopts);
     }
   }
   if (optind < argc) {

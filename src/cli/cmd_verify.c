@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_HELP = CLI_OPT_FIRST_FREE };
+enum { OPT_ALL = CLI_OPT_FIRST_FREE };
+
+/* Problems shown per kind without --all. */
+#define VERIFY_SHOW_MAX 20
 
 static void
 verify_usage(FILE *f)
@@ -39,15 +42,20 @@ verify_usage(FILE *f)
           "  --naming               with --model: compare with the tensors of one\n"
           "                         model-parallel rank, as 'plan' lays them out\n"
           "                         (--stage default: the largest stage)\n"
+          "  --all                  list every problem (default: at most %d of\n"
+          "                         each kind)\n"
           "  -h, --help             this help\n\n"
-          "Output on stdout: one line per problem, 'LAYOUT: KIND: message', with\n"
-          "KIND one of range, bounds, overlap, align, cut, unequal, split, gap,\n"
-          "block, chunk (layout invariants) or missing, extra, shape, order\n"
-          "(differences from the tensor list), then 'LAYOUT: FAILED: N problems';\n"
-          "or the single line 'LAYOUT: OK: ...'.  Errors reading the inputs go\n"
-          "to stderr as 'dbuf-shard: FILE[:LINE]: message'.\n"
+          "Output on stdout: first 'LAYOUT: FAILED: N problems (KIND COUNT, ...)',\n"
+          "then one line per problem, 'LAYOUT: KIND: message', with KIND one of\n"
+          "range, bounds, overlap, align, cut, unequal, split, gap, block, chunk\n"
+          "(layout invariants) or missing, extra, shape, order (differences from\n"
+          "the tensor list): at most %d of each kind, then 'LAYOUT: KIND: ... M\n"
+          "more (use --all)'.  A valid layout gives the single line\n"
+          "'LAYOUT: OK: ...'.  Errors reading the inputs go to stderr as\n"
+          "'dbuf-shard: FILE[:LINE]: message'.\n"
           "Exit status: 0 valid, 1 problems found, 2 bad usage or unreadable\n"
-          "input.\n");
+          "input.\n",
+          VERIFY_SHOW_MAX, VERIFY_SHOW_MAX);
 }
 
 static const char *const viol_names[] = {
@@ -60,19 +68,55 @@ cli_violation_name(int kind)
   return kind >= DBUF_VIOL_RANGE && kind <= DBUF_VIOL_CHUNK ? viol_names[kind] : "invalid";
 }
 
+/* The kinds of problem, as one index: a violation kind (1 .. DBUF_VIOL_CHUNK),
+ * or DIFF_BASE + a difference kind (DBUF_TDIFF_*); 0 for anything else. */
+#define DIFF_BASE DBUF_VIOL_CHUNK
+#define NKINDS (DIFF_BASE + DBUF_TDIFF_ORDER + 1)
+
+static const char *
+kind_name(int k)
+{
+  static const char *const diff_names[] = {NULL, "missing", "extra", "shape", "order"};
+  return k > DIFF_BASE ? diff_names[k - DIFF_BASE] : k > 0 ? cli_violation_name(k) : "other";
+}
+
+/*
+ * The checks run twice: once counting the problems of each kind (the summary
+ * comes first), once printing them, at most VERIFY_SHOW_MAX a kind unless
+ * --all.  Both runs see the same problems in the same order (the checks are
+ * deterministic), and nothing is kept in memory but the counts.
+ */
 typedef struct {
   const char *file;  /* the layout file, as named */
   const char *what;  /* the tensor list compared with */
   const dbuf_tensors_t *t, *ref;
+  int printing, all;
   int64_t count;
+  int64_t found[NKINDS], shown[NKINDS];
 } vstate_t;
+
+/* Count the problem of kind k, or say whether to print it now. */
+static int
+take(vstate_t *s, int k)
+{
+  if (!s->printing) {
+    s->found[k]++;
+    s->count++;
+    return 0;
+  }
+  if (!s->all && s->shown[k] >= VERIFY_SHOW_MAX)
+    return 0;
+  s->shown[k]++;
+  return 1;
+}
 
 static int
 on_violation(const dbuf_violation_t *v, void *arg)
 {
   vstate_t *s = arg;
-  printf("%s: %s: %s\n", s->file, cli_violation_name(v->kind), v->msg);
-  s->count++;
+  int k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_CHUNK ? (int)v->kind : 0;
+  if (take(s, k))
+    printf("%s: %s: %s\n", s->file, cli_violation_name(v->kind), v->msg);
   return 0;
 }
 
@@ -89,6 +133,11 @@ on_diff(const dbuf_tensors_diff_t *d, void *arg)
 {
   vstate_t *s = arg;
   char a[512], b[512];
+  int k = d->kind >= DBUF_TDIFF_MISSING && d->kind <= DBUF_TDIFF_ORDER
+              ? DIFF_BASE + (int)d->kind
+              : 0;
+  if (!take(s, k))
+    return 0;
   switch (d->kind) {
   case DBUF_TDIFF_MISSING:
     printf("%s: missing: tensor %s (%s) of %s is not in the layout\n", s->file,
@@ -114,8 +163,48 @@ on_diff(const dbuf_tensors_diff_t *d, void *arg)
   default:
     printf("%s: %s\n", s->file, d->msg);
   }
-  s->count++;
   return 0;
+}
+
+/* Validate the layout and compare its tensors with ref (when given);
+ * 0, or the exit code of the library error with the error printed. */
+static int
+check(vstate_t *s, const dbuf_layout_t *l)
+{
+  int e = dbuf_layout_validate(l, on_violation, s, NULL, NULL);
+  if (e == 0 || e == DBUF_ELAYOUT)
+    e = s->ref == NULL ? 0 : dbuf_tensors_compare(s->t, s->ref, on_diff, s, NULL);
+  if (e != 0 && e != DBUF_ELAYOUT && e != DBUF_EVERIFY) {
+    cli_err("%s: %s", s->file, dbuf_strerror(e));
+    return cli_exit_code(e);
+  }
+  return 0;
+}
+
+/* "LAYOUT: FAILED: N problems (cut 25, shape 1)", then the problems, then
+ * "LAYOUT: cut: ... 5 more (use --all)" for each kind cut short. */
+static int
+report_problems(vstate_t *s, const dbuf_layout_t *l)
+{
+  const char *sep = " (";
+  printf("%s: FAILED: %lld problem%s", s->file, (long long)s->count, s->count == 1 ? "" : "s");
+  for (int k = 0; k < NKINDS; k++) {
+    if (s->found[k] > 0) {
+      printf("%s%s %lld", sep, kind_name(k), (long long)s->found[k]);
+      sep = ", ";
+    }
+  }
+  printf(")\n");
+  s->printing = 1;
+  int rc = check(s, l);
+  if (rc != 0)
+    return rc;
+  for (int k = 0; k < NKINDS; k++) {
+    if (s->found[k] > s->shown[k])
+      printf("%s: %s: ... %lld more (use --all)\n", s->file, kind_name(k),
+             (long long)(s->found[k] - s->shown[k]));
+  }
+  return CLI_EXIT_FAIL;
 }
 
 int
@@ -124,11 +213,12 @@ cmd_verify(int argc, char **argv)
   static const struct option longopts[] = {
       CLI_INPUT_LONGOPTS,
       CLI_PARALLEL_LONGOPTS,
+      {"all", no_argument, NULL, OPT_ALL},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cli_plan_opts_t o;
   const char *file = NULL;
-  int c, rc = CLI_EXIT_USAGE;
+  int c, rc = CLI_EXIT_USAGE, all = 0;
   dbuf_tensors_t *ref = NULL;
   dbuf_layout_t *l = NULL;
   char *text = NULL;
@@ -153,12 +243,15 @@ cmd_verify(int argc, char **argv)
     if (h == CLI_OPT_BAD)
       goto out;
     switch (c) {
+    case OPT_ALL:
+      all = 1;
+      break;
     case 'h':
       verify_usage(stdout);
       rc = CLI_EXIT_OK;
       goto out;
     default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("verify", c, argv);
+      cli_bad_option("verify", c, argv, longopts);
       goto out;
     }
   }
@@ -187,31 +280,23 @@ cmd_verify(int argc, char **argv)
     goto out;
   }
 
-  vstate_t st = {name, what, dbuf_layout_tensors(l), ref, 0};
-  int e = dbuf_layout_validate(l, on_violation, &st, NULL, &d);
-  if (e != 0 && e != DBUF_ELAYOUT) {
-    cli_err("%s: %s", name, dbuf_strerror(e));
-    rc = cli_exit_code(e);
+  char dp_what[1100];
+  snprintf(dp_what, sizeof dp_what, "%s: dp_size", name);
+  if ((rc = cli_check_dp(dp_what, dbuf_layout_nranks(l))) != 0)
     goto out;
-  }
-  if (compare) {
-    e = dbuf_tensors_compare(st.t, ref, on_diff, &st, NULL);
-    if (e != 0 && e != DBUF_EVERIFY) {
-      cli_err("%s: %s", name, dbuf_strerror(e));
-      rc = cli_exit_code(e);
-      goto out;
-    }
-  }
+
+  vstate_t st = {.file = name, .what = what, .t = dbuf_layout_tensors(l), .ref = ref,
+                 .all = all};
+  if ((rc = check(&st, l)) != 0)
+    goto out;
   if (st.count > 0) {
-    printf("%s: FAILED: %lld problem%s\n", name, (long long)st.count,
-           st.count == 1 ? "" : "s");
-    rc = CLI_EXIT_FAIL;
+    rc = report_problems(&st, l);
   } else {
     printf("%s: OK: %s layout, dp %d, %lld tensors, %lld elements%s%s\n", name,
            dbuf_layout_kind_name(dbuf_layout_kind(l)), dbuf_layout_nranks(l),
            (long long)dbuf_layout_ntensors(l), (long long)dbuf_layout_size(l),
-           compare ? "; names, order and shapes match " : "",
-           compare ? what : "");
+           ref != NULL ? "; names, order and shapes match " : "",
+           ref != NULL ? what : "");
     rc = CLI_EXIT_OK;
   }
   if (fflush(stdout) != 0) {

@@ -59,7 +59,12 @@ main(int argc, char **argv)
         return commands[i].fn(argc - 1, argv + 1);
     }
   }
-  cli_err("unknown command '%s' (see 'dbuf-shard --help')",
-          argc >= 2 ? argv[1] : "");
+  cli_suggest_t s;
+  char hint[256];
+  cli_suggest_init(&s, argv[1], strlen(argv[1]));
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    cli_suggest_add(&s, commands[i].name);
+  cli_err("unknown command '%s'%s (see 'dbuf-shard --help')", argv[1],
+          cli_suggest_text(&s, "", hint, sizeof hint));
   return CLI_EXIT_USAGE;
 }

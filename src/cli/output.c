@@ -78,18 +78,6 @@ cli_exit_code(int err)
 }
 
 int
-cli_bad_option(const char *cmd, int c, char **argv)
-{
-  if (c == ':')
-    cli_err("%s: option '%s' needs a value (see 'dbuf-shard %s --help')", cmd,
-            argv[optind - 1], cmd);
-  else
-    cli_err("%s: unknown option '%s' (see 'dbuf-shard %s --help')", cmd,
-            argv[optind - 1], cmd);
-  return CLI_EXIT_USAGE;
-}
-
-int
 cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
               int64_t *out)
 {

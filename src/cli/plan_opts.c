@@ -20,7 +20,9 @@ const char cli_plan_help[] =
     "                         model.safetensors.index.json (repeatable)\n"
     "  --order FILE           tensor order for --safetensors: one name a line\n"
     "Layout:\n"
-    "  --dp N                 shard count (plan: default 1; run: the rank count)\n"
+    "  --dp N                 shard count, 1 to 2^24 (plan: default 1; run: the\n"
+    "                         rank count); a dp above the tensors' rows, or\n"
+    "                         padding above 10% of the buffer, is warned about\n"
     "  --layout KIND          padded (default), unpadded, tensor or compact\n"
     "  --block-size B         rows kept together (BlockAtomic), default 1\n"
     "  --owners FILE|auto|auto-ns\n"
@@ -52,6 +54,20 @@ const char cli_plan_help[] =
     "                         (default 128)\n"
     "  --naming hf|megatron   the model's own names (default), or Megatron-Core's\n"
     "                         names and fused shapes (Transformer Engine spec)\n";
+
+int
+cli_check_dp(const char *what, int64_t dp)
+{
+  if (dp <= CLI_DP_MAX)
+    return 0;
+  /* The plan keeps at least one 8-byte offset per rank, and the reports a
+   * line or more per rank: refuse before any of it is allocated. */
+  double gib = ((double)dp + 1.0) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+  cli_err("%s %lld is above the limit of %d (2^24) ranks: planning keeps 8 bytes or more "
+          "per rank (%.1f GiB here) and the reports a line per rank",
+          what, (long long)dp, CLI_DP_MAX, gib);
+  return CLI_EXIT_USAGE;
+}
 
 /* CLI dtype names onto the safetensors dtype table of the core. */
 static const struct {
@@ -317,12 +333,38 @@ load_parallel(const cli_plan_opts_t *o, const char *model, dbuf_tensors_t **out,
   return 0;
 }
 
+/* A model name that is not built in but close to one: the error with the
+ * suggestion.  Other unknown names are left to the core's message, which
+ * lists every model. */
+static int
+check_model(const char *name)
+{
+  cli_suggest_t s;
+  char hint[256];
+  cli_suggest_init(&s, name, strlen(name));
+  for (int i = 0; i < dbuf_models_count(); i++) {
+    if (strcmp(name, dbuf_model_name(i)) == 0)
+      return 0;
+    cli_suggest_add(&s, dbuf_model_name(i));
+  }
+  if (s.n == 0)
+    return 0;
+  cli_err("--model: unknown model '%s'%s (see 'dbuf-shard models')", name,
+          cli_suggest_text(&s, "", hint, sizeof hint));
+  return CLI_EXIT_USAGE;
+}
+
 int
 cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
                  uint64_t *digest, char *what, size_t what_len)
 {
   dbuf_diag_t d;
   int sources = (o->shapes != NULL) + (o->model != NULL) + (o->nsafetensors > 0);
+  /* Here, not when --dp is parsed: under MPI a rank that alone was given a
+   * huge --dp must reach the agreement that names the differing option, and
+   * rank 0's refusal reaches every rank with the layout broadcast. */
+  if (cli_check_dp("--dp", o->params.nranks) != 0)
+    return DBUF_EINVAL; /* the library code of a bad argument: exit 2 */
   if (sources > 1) {
     cli_err("give only one of --shapes, --model and --safetensors");
     return DBUF_EINVAL;
@@ -373,6 +415,8 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
     return 0;
   }
   const char *model = o->model ? o->model : DBUF_MODEL_DEFAULT;
+  if (check_model(model) != 0)
+    return DBUF_ENOTFOUND; /* exit 2, like any unknown name */
   snprintf(what, what_len, "model %s", model);
   if (o->par_opt != NULL) {
     int rc = load_parallel(o, model, out, what, what_len);
@@ -387,6 +431,42 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   if (digest)
     *digest = dbuf_hash64(model, strlen(model), 0);
   return 0;
+}
+
+/* Padding above this share of the buffer is worth a warning. */
+#define WARN_PADDING_PERCENT 10
+
+/*
+ * A valid layout that is probably not what was meant: more ranks than the
+ * tensors have rows (some ranks hold no row: valid, empty segments are part
+ * of the rules), or padding above WARN_PADDING_PERCENT of the buffer.  One
+ * line each on stderr, "dbuf-shard: warning: ...".
+ */
+static void
+warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
+{
+  int64_t rows = 0;
+  int dp = dbuf_layout_nranks(l);
+  for (int64_t i = 0; i < dbuf_tensors_count(t); i++) {
+    if (__builtin_add_overflow(rows, dbuf_tensors_rows(t, i), &rows))
+      return; /* more rows than any dp */
+  }
+  if (dp > rows)
+    cli_err("warning: dp %d is more than the %lld row%s of %s: at least %lld %s no "
+            "row (valid, but probably not what was meant)",
+            dp, (long long)rows, rows == 1 ? "" : "s", what, (long long)(dp - rows),
+            dp - rows == 1 ? "rank holds" : "ranks hold");
+  dbuf_layout_stats_t st;
+  int64_t size = dbuf_layout_size(l), tenfold;
+  if (size == 0 || dbuf_layout_stats(l, &st) != 0)
+    return;
+  /* padding x 100 / PERCENT > size; a product past INT64_MAX is past size. */
+  if (__builtin_mul_overflow(st.padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
+      tenfold > size) {
+    cli_err("warning: padding is %.2f%% of the buffer (%lld of %lld elements)%s",
+            100.0 * (double)st.padding / (double)size, (long long)st.padding, (long long)size,
+            dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED ? "; --layout unpadded has none" : "");
+  }
 }
 
 int
@@ -459,6 +539,7 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
       cli_err("%s: %s", what, d.msg);
     return rc;
   }
+  warn_layout(t, *out, what);
   return 0;
 }
 

@@ -130,7 +130,7 @@ rm -f "$T/fresh"
 run plan --shapes "$T/seed" --dp 5 --block-size 3 --format table -o "$T/fresh"
 expect_code 2 "layout error with -o"
 [ ! -e "$T/fresh" ] && pass "no output file on a layout error" || fail "output file written on error"
-run plan --shapes "$T/seed" --format table -o "$T/no/such/dir/out.txt"
+run plan --shapes "$T/seed" --layout unpadded --format table -o "$T/no/such/dir/out.txt"
 expect_code 2 "unwritable output"
 expect_err "dbuf-shard: $T/no/such/dir/out.txt: cannot create: No such file or directory" "unwritable output message"
 

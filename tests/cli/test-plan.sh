@@ -152,7 +152,7 @@ bad "format" "dbuf-shard: --format: 'xml' is not a known format (summary, table,
 bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetensors" plan --shapes "$T/seed" --model llama-3.2-1b
 
 # An unwritable output: exit non-zero, no partial file.
-run plan --shapes "$T/seed" -o "$T/no/such/dir/out.json"
+run plan --shapes "$T/seed" --layout unpadded -o "$T/no/such/dir/out.json"
 expect_code 2 "unwritable output"
 expect_err "dbuf-shard: $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
 

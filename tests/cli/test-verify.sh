@@ -64,79 +64,79 @@ cat >"$T/overlap.json" <<'EOF'
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [4, 4], "offset": 8}]}
 EOF
-verify_out "$T/overlap.json" 1 "$T/overlap.json: overlap: tensor b [8, 24) overlaps tensor a [0, 16)
-$T/overlap.json: FAILED: 1 problem" "overlapping tensors"
+verify_out "$T/overlap.json" 1 "$T/overlap.json: FAILED: 1 problem (overlap 1)
+$T/overlap.json: overlap: tensor b [8, 24) overlaps tensor a [0, 16)" "overlapping tensors"
 
 cat >"$T/past.json" <<'EOF'
 {"layout": "padded", "dp_size": 2, "chunk_size": 4, "size": 32, "rank_offsets": [0, 16],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [4, 4], "offset": 32}]}
 EOF
-verify_out "$T/past.json" 1 "$T/past.json: bounds: tensor b: [32, +16) is outside the buffer [0, 32)
-$T/past.json: FAILED: 1 problem" "offset past the end"
+verify_out "$T/past.json" 1 "$T/past.json: FAILED: 1 problem (bounds 1)
+$T/past.json: bounds: tensor b: [32, +16) is outside the buffer [0, 32)" "offset past the end"
 
 cat >"$T/cut.json" <<'EOF'
 {"layout": "unpadded", "dp_size": 2, "size": 24, "rank_offsets": [0, 10],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [2, 4], "offset": 16}]}
 EOF
-verify_out "$T/cut.json" 1 "$T/cut.json: cut: rank 1: boundary 10 cuts tensor a inside row 2 (element 10 of a 4-element row)
-$T/cut.json: FAILED: 1 problem" "rank cut inside a row"
+verify_out "$T/cut.json" 1 "$T/cut.json: FAILED: 1 problem (cut 1)
+$T/cut.json: cut: rank 1: boundary 10 cuts tensor a inside row 2 (element 10 of a 4-element row)" "rank cut inside a row"
 
 cat >"$T/align.json" <<'EOF'
 {"layout": "padded", "dp_size": 1, "chunk_size": 12, "size": 36, "rank_offsets": [0],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [2, 6], "offset": 16}]}
 EOF
-verify_out "$T/align.json" 1 "$T/align.json: align: tensor b: offset 16 is not a multiple of its block x row size 6
-$T/align.json: FAILED: 1 problem" "misaligned tensor"
+verify_out "$T/align.json" 1 "$T/align.json: FAILED: 1 problem (align 1)
+$T/align.json: align: tensor b: offset 16 is not a multiple of its block x row size 6" "misaligned tensor"
 
 cat >"$T/unequal.json" <<'EOF'
 {"layout": "padded", "dp_size": 2, "chunk_size": 4, "size": 32, "rank_offsets": [0, 12],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [4, 4], "offset": 16}]}
 EOF
-verify_out "$T/unequal.json" 1 "$T/unequal.json: unequal: rank 1: segment [12, 32) has 20 elements, rank 0 has 12 (padded segments must be equal)
-$T/unequal.json: FAILED: 1 problem" "unequal padded segments"
+verify_out "$T/unequal.json" 1 "$T/unequal.json: FAILED: 1 problem (unequal 1)
+$T/unequal.json: unequal: rank 1: segment [12, 32) has 20 elements, rank 0 has 12 (padded segments must be equal)" "unequal padded segments"
 
 cat >"$T/split.json" <<'EOF'
 {"layout": "tensor", "dp_size": 2, "size": 32, "rank_offsets": [0, 8],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0, "owner": 0},
              {"name": "b", "shape": [4, 4], "offset": 16, "owner": 1}]}
 EOF
-verify_out "$T/split.json" 1 "$T/split.json: split: tensor a [0, 16) is split at 8 between rank 0 and rank 1 (TensorAtomic)
-$T/split.json: split: tensor a [0, 16) is not inside the segment [0, 8) of its owner rank 0
-$T/split.json: FAILED: 2 problems" "TensorAtomic tensor split across ranks"
+verify_out "$T/split.json" 1 "$T/split.json: FAILED: 2 problems (split 2)
+$T/split.json: split: tensor a [0, 16) is split at 8 between rank 0 and rank 1 (TensorAtomic)
+$T/split.json: split: tensor a [0, 16) is not inside the segment [0, 8) of its owner rank 0" "TensorAtomic tensor split across ranks"
 
 cat >"$T/gap.json" <<'EOF'
 {"layout": "unpadded", "dp_size": 1, "size": 36, "rank_offsets": [0],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [4, 4], "offset": 20}]}
 EOF
-verify_out "$T/gap.json" 1 "$T/gap.json: gap: unpadded layout has 4 padding elements (first hole at 16); it promises none
-$T/gap.json: FAILED: 1 problem" "padding in an unpadded layout"
+verify_out "$T/gap.json" 1 "$T/gap.json: FAILED: 1 problem (gap 1)
+$T/gap.json: gap: unpadded layout has 4 padding elements (first hole at 16); it promises none" "padding in an unpadded layout"
 
 cat >"$T/chunk.json" <<'EOF'
 {"layout": "padded", "dp_size": 1, "chunk_size": 8, "size": 48, "rank_offsets": [0],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0},
              {"name": "b", "shape": [2, 6], "offset": 24}]}
 EOF
-verify_out "$T/chunk.json" 1 "$T/chunk.json: chunk: chunk size 8 is not the LCM of block x row sizes
-$T/chunk.json: FAILED: 1 problem" "wrong chunk size"
+verify_out "$T/chunk.json" 1 "$T/chunk.json: FAILED: 1 problem (chunk 1)
+$T/chunk.json: chunk: chunk size 8 is not the LCM of block x row sizes" "wrong chunk size"
 
 cat >"$T/block.json" <<'EOF'
 {"layout": "unpadded", "dp_size": 1, "block_size": 2, "size": 12, "rank_offsets": [0],
  "tensors": [{"name": "a", "shape": [3, 4], "offset": 0}]}
 EOF
-verify_out "$T/block.json" 1 "$T/block.json: block: tensor a: dim 0 = 3 not divisible by block size 2
-$T/block.json: FAILED: 1 problem" "rows not divisible by the block size"
+verify_out "$T/block.json" 1 "$T/block.json: FAILED: 1 problem (block 1)
+$T/block.json: block: tensor a: dim 0 = 3 not divisible by block size 2" "rows not divisible by the block size"
 
 cat >"$T/range.json" <<'EOF'
 {"layout": "unpadded", "dp_size": 3, "size": 16, "rank_offsets": [0, 12, 8],
  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0}]}
 EOF
-verify_out "$T/range.json" 1 "$T/range.json: range: rank 1: segment [12, 8) ends before it starts
-$T/range.json: FAILED: 1 problem" "rank offsets going back"
+verify_out "$T/range.json" 1 "$T/range.json: FAILED: 1 problem (range 1)
+$T/range.json: range: rank 1: segment [12, 8) ends before it starts" "rank offsets going back"
 
 # Several problems at once: all reported, one per line.
 cat >"$T/many.json" <<'EOF'
@@ -149,19 +149,32 @@ expect_code 1 "several problems"
 expect_out_has "$T/many.json: bounds: tensor b: [40, +16) is outside the buffer [0, 32)" "several: bounds"
 expect_out_has "$T/many.json: align: tensor a: offset 2 is not a multiple of its block x row size 4" "several: align"
 expect_out_has "$T/many.json: unequal: rank 1: segment [12, 32) has 20 elements" "several: unequal"
-expect_out_has "$T/many.json: FAILED: 4 problems" "several: count"
+expect_out_has "$T/many.json: FAILED: 4 problems (bounds 1, align 1, cut 1, unequal 1)" "several: count"
+
+# More than 20 problems of one kind: the summary first, 20 lines, then the
+# rest counted; --all lists every one.  Tensor a (26 rows of 4) on 26 ranks,
+# rank k starting at 4k + 1: 25 boundaries, each inside row k.
+offs=$(seq 1 25 | awk '{ printf ", %d", 4 * $1 + 1 }')
+printf '{"layout": "unpadded", "dp_size": 26, "size": 104, "rank_offsets": [0%s],\n "tensors": [{"name": "a", "shape": [26, 4], "offset": 0}]}\n' "$offs" >"$T/cuts.json"
+seq 1 25 | awk -v F="$T/cuts.json" '{ b = 4 * $1 + 1
+  printf "%s: cut: rank %d: boundary %d cuts tensor a inside row %d (element %d of a 4-element row)\n", F, $1, b, $1, b }' >"$T/cuts.want"
+verify_out "$T/cuts.json" 1 "$T/cuts.json: FAILED: 25 problems (cut 25)
+$(head -n 20 "$T/cuts.want")
+$T/cuts.json: cut: ... 5 more (use --all)" "25 cuts: summary, 20 of them, 5 more"
+verify_out "$T/cuts.json" 1 "$T/cuts.json: FAILED: 25 problems (cut 25)
+$(cat "$T/cuts.want")" "25 cuts with --all: every one" --all
 
 # ---- comparisons with a tensor list ----
 printf 'P0 2x6\nP1 4x4\nP2 4x4\nP3 1x2\nP4 1x8\n' >"$T/shape"
-verify_out "$T/good-padded.json" 1 "$T/good-padded.json: shape: tensor P4 has shape 1x6 in the layout, 1x8 in $T/shape
-$T/good-padded.json: FAILED: 1 problem" "shape mismatch" --shapes "$T/shape"
+verify_out "$T/good-padded.json" 1 "$T/good-padded.json: FAILED: 1 problem (shape 1)
+$T/good-padded.json: shape: tensor P4 has shape 1x6 in the layout, 1x8 in $T/shape" "shape mismatch" --shapes "$T/shape"
 printf 'P0 2x6\nP1 4x4\nP3 1x2\nP2 4x4\nP4 1x6\n' >"$T/order"
-verify_out "$T/good-padded.json" 1 "$T/good-padded.json: order: tensor P2 is tensor 2 in the layout but 3 in $T/order
-$T/good-padded.json: FAILED: 1 problem" "reordered tensors" --shapes "$T/order"
+verify_out "$T/good-padded.json" 1 "$T/good-padded.json: FAILED: 1 problem (order 1)
+$T/good-padded.json: order: tensor P2 is tensor 2 in the layout but 3 in $T/order" "reordered tensors" --shapes "$T/order"
 printf 'P0 2x6\nP1 4x4\nP2 4x4\nP4 1x6\nP5 7\n' >"$T/missing"
-verify_out "$T/good-padded.json" 1 "$T/good-padded.json: extra: tensor P3 (1x2) is not in $T/missing
-$T/good-padded.json: missing: tensor P5 (7) of $T/missing is not in the layout
-$T/good-padded.json: FAILED: 2 problems" "missing and extra tensors" --shapes "$T/missing"
+verify_out "$T/good-padded.json" 1 "$T/good-padded.json: FAILED: 2 problems (missing 1, extra 1)
+$T/good-padded.json: extra: tensor P3 (1x2) is not in $T/missing
+$T/good-padded.json: missing: tensor P5 (7) of $T/missing is not in the layout" "missing and extra tensors" --shapes "$T/missing"
 # JSON shape lists too.
 printf '[{"name": "P0", "shape": [2, 6]}, {"name": "P1", "shape": [4, 4]}, {"name": "P2", "shape": [4, 4]}, {"name": "P3", "shape": [1, 2]}, {"name": "P4", "shape": [1, 6]}]' >"$T/seed.json"
 verify_out "$T/good-tensor.json" 0 "$T/good-tensor.json: OK: tensor layout, dp 3, 5 tensors, 52 elements; names, order and shapes match $T/seed.json" \
@@ -171,12 +184,18 @@ verify_out "$T/good-tensor.json" 0 "$T/good-tensor.json: OK: tensor layout, dp 3
 run verify "$T/l1b.json" --model tinyllama-1.1b
 expect_code 1 "other model"
 expect_out_has "$T/l1b.json: shape: tensor model.embed_tokens.weight has shape 128256x2048 in the layout, 32000x2048 in model tinyllama-1.1b" "other model: embedding shape"
+# tinyllama has 55 tensors more (6 layers of 9, and its own lm_head): 20
+# listed, 35 counted, and --all lists the head, the last of them.
+expect_out_has "$T/l1b.json: missing: ... 35 more (use --all)" "other model: missing tensors cut short"
+run verify "$T/l1b.json" --model tinyllama-1.1b --all
 expect_out_has "$T/l1b.json: missing: tensor lm_head.weight (32000x2048) of model tinyllama-1.1b is not in the layout" "other model: untied head"
+[ "$(grep -c ': missing: tensor ' "$T/stdout")" -eq 55 ] && pass "other model --all: 55 missing" ||
+  fail "other model --all: $(grep -c ': missing: tensor ' "$T/stdout") missing lines, want 55"
 # Invariants and shapes together.
 printf 'a 4x4\nb 4x2\n' >"$T/ab"
-verify_out "$T/overlap.json" 1 "$T/overlap.json: overlap: tensor b [8, 24) overlaps tensor a [0, 16)
-$T/overlap.json: shape: tensor b has shape 4x4 in the layout, 4x2 in $T/ab
-$T/overlap.json: FAILED: 2 problems" "broken layout and shapes" --shapes "$T/ab"
+verify_out "$T/overlap.json" 1 "$T/overlap.json: FAILED: 2 problems (overlap 1, shape 1)
+$T/overlap.json: overlap: tensor b [8, 24) overlaps tensor a [0, 16)
+$T/overlap.json: shape: tensor b has shape 4x4 in the layout, 4x2 in $T/ab" "broken layout and shapes" --shapes "$T/ab"
 
 # ---- unreadable inputs: one line on stderr, exit 2, nothing on stdout ----
 bad() { # bad "description" 'expected stderr' args...
@@ -218,7 +237,7 @@ bad "empty file" "dbuf-shard: $T/empty.json:1: invalid JSON: '[' or '{' expected
 bad "missing file" "dbuf-shard: $T/nope.json: cannot open: No such file or directory" verify "$T/nope.json"
 bad "no file" "dbuf-shard: verify: no layout file (see 'dbuf-shard verify --help')" verify
 bad "two files" "dbuf-shard: verify: unexpected argument '$T/hand.json'" verify "$T/hand.json" "$T/hand.json"
-bad "unknown option" "dbuf-shard: verify: unknown option '--dp' (see 'dbuf-shard verify --help')" verify "$T/hand.json" --dp 2
+bad "unknown option" "dbuf-shard: verify: unknown option '--dp'; did you mean '--tp', '--pp' or '--ep'? (see 'dbuf-shard verify --help')" verify "$T/hand.json" --dp 2
 bad "option without value" "dbuf-shard: verify: option '--shapes' needs a value (see 'dbuf-shard verify --help')" verify "$T/hand.json" --shapes
 bad "order without safetensors" "dbuf-shard: --order applies to --safetensors only" verify "$T/hand.json" --order "$T/seed"
 bad "two tensor lists" "dbuf-shard: give only one of --shapes, --model and --safetensors" verify "$T/hand.json" --shapes "$T/seed" --model llama-3.2-1b
