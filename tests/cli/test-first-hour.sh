@@ -96,7 +96,10 @@ fast "plan --dp 2^24+1" "dbuf-shard: --dp 16777217 $reason (0.1 GiB here) and th
   plan --dp 16777217
 fast "compare --dp 2^31-1" "dbuf-shard: --dp 2147483647 $reason (16.0 GiB here) and the reports a line per rank" \
   compare --dp 2147483647
-fast "run --dp 2^31-1 (rank 0 refuses it before planning)" "dbuf-shard: rank 0: --dp 2147483647 $reason (16.0 GiB here) and the reports a line per rank" \
+# Outside mpirun, run first says it is one rank (tests/mpi/test-run.sh).
+single="dbuf-shard: running as a single rank (started without mpirun); start more with 'mpirun -np 8 dbuf-shard'"
+fast "run --dp 2^31-1 (rank 0 refuses it before planning)" "$single
+dbuf-shard: rank 0: --dp 2147483647 $reason (16.0 GiB here) and the reports a line per rank" \
   run --dp 2147483647
 usage "plan --dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --dp 0
 # 2^24 itself is allowed (unpadded: 128 MiB of offsets, under a second).
