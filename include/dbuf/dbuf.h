@@ -20,6 +20,7 @@
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/tensors.h"
+#include "dbuf/version.h"
 #include "dbuf/wire.h"
 
 #endif /* DBUF_DBUF_H */
