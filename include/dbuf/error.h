@@ -6,6 +6,12 @@
  * only on success.  Functions that take a dbuf_diag_t * fill it, when it is
  * not NULL, with one line for people that names what is wrong (the tensor,
  * the value, the rank, or the file and line).
+ *
+ * Thread safety: every function here may run in any thread at any time; a
+ * dbuf_diag_t belongs to one call at a time.
+ * Ownership: dbuf_strerror() and dbuf_err_name() return static strings; a
+ * dbuf_diag_t is the caller's (usually on its stack); dbuf_free() frees the
+ * buffers the library returns (listed at its declaration).
  */
 #ifndef DBUF_ERROR_H
 #define DBUF_ERROR_H
