@@ -17,6 +17,8 @@ forbidden_loaded(void)
 {
   static const char *const names[] = {"/libmpi", "/libopen-pal", "/libopen-rte",
                                       "/libpmix", "/libhwloc"};
+  enum { NNAMES = sizeof names / sizeof names[0] };
+  int seen[NNAMES] = {0};
   char line[4096];
   int found = 0;
   FILE *f = fopen("/proc/self/maps", "r");
@@ -25,9 +27,11 @@ forbidden_loaded(void)
     return 1;
   }
   while (fgets(line, sizeof line, f) != NULL) {
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-      if (strstr(line, names[i]) != NULL) {
-        fprintf(stderr, "plan_only: loaded: %s", line);
+    for (size_t i = 0; i < NNAMES; i++) {
+      const char *path = strchr(line, '/');
+      if (!seen[i] && path != NULL && strstr(path, names[i]) != NULL) {
+        fprintf(stderr, "plan_only: loaded: %s", path); /* once per library */
+        seen[i] = 1;
         found = 1;
       }
     }
