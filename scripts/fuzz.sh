@@ -53,7 +53,7 @@ build_harness() { # build_harness NAME SOURCE [CPPFLAGS...]
        -newer "$out" -name '*.[cha]' -print -quit)" ]; then
     # shellcheck disable=SC2086 # $san is a flag list
     clang -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE $san -fsanitize=fuzzer \
-      -I"$top/include" "$@" "$top/tests/fuzz/$src" "$top/tests/fuzz/fuzz_common.c" \
+      -I"$build/include" -I"$top/include" "$@" "$top/tests/fuzz/$src" "$top/tests/fuzz/fuzz_common.c" \
       "$build/.libs/libdbuf_core.a" "${deps[@]}" -o "$out"
   fi
 }
@@ -67,7 +67,7 @@ done
 
 # The seed maker of tests/fuzz/make-corpus.sh (no fuzzer runtime).
 # shellcheck disable=SC2086
-clang -std=c11 -g -O1 -Wall -Wextra -Werror $san -I"$top/include" \
+clang -std=c11 -g -O1 -Wall -Wextra -Werror $san -I"$build/include" -I"$top/include" \
   "$top/tests/fuzz/wire_seed.c" "$build/.libs/libdbuf_core.a" "${deps[@]}" -o "$build/wire_seed"
 
 # ------------------------------------------------------------------ replay

@@ -5,6 +5,7 @@
 # the build and the tests need, bootstraps, configures (warnings are errors),
 # builds, and runs every test: `make check` (unit, CLI and MPI suites),
 # the whole `make check` again in an ASan+UBSan build (_build-asan), the
+# core alone built --without-mpi and its `make check` (_build-nompi), the
 # serial CLI tests under valgrind memcheck, every fuzz harness for 60 s
 # (scripts/fuzz.sh, clang, ASan+UBSan), `make distcheck`, the
 # installed-library example, and the Slurm integration test.  Exits non-zero
@@ -104,8 +105,22 @@ valgrind_check() {
 }
 valgrind_tests="tests/cli/test-plan.sh tests/cli/test-verify.sh tests/cli/test-inputs.sh"
 
+# configure --without-mpi: libdbuf and the serial commands alone, with the
+# core, CLI and library tests (the MPI and memory suites are left out).
+nompi_check() {
+  local nompi=${DBUF_NOMPI_BUILD_DIR:-$top/_build-nompi} rc=0
+  mkdir -p "$nompi"
+  cd "$nompi"
+  "$top/configure" -q --enable-werror --without-mpi
+  make -j2 >make.out 2>&1 || { tail -30 make.out; cd "$build"; return 1; }
+  check || rc=1
+  cd "$build"
+  return $rc
+}
+
 if [ -z "${DBUF_TEST_QUICK:-}" ]; then
   step "make check (ASan+UBSan)" asan_check
+  step "_build-nompi: configure --without-mpi, make check" nompi_check
   step "valgrind: $valgrind_tests" valgrind_check
   step "fuzz ${DBUF_FUZZ_SECONDS:-60} s per harness" "$top/scripts/fuzz.sh" "${DBUF_FUZZ_SECONDS:-60}"
   for s in "$top"/scripts/test-*.sh; do

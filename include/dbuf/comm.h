@@ -24,6 +24,17 @@
  * Messages: functions that agree on a verdict also agree on one line for
  * people, the message of the lowest failing rank, which starts with
  * "rank N: " and names the tensor and row where one applies.
+ *
+ * Thread safety: a context belongs to one thread at a time, and collective
+ * calls on it must come in the same order on every rank.  The library makes
+ * MPI calls on the calling thread only; with less than MPI_THREAD_MULTIPLE the
+ * caller makes sure no other thread calls MPI meanwhile.  Contexts on
+ * different communicators are independent.
+ * Ownership: dbuf_comm_create() duplicates the caller's communicator (the
+ * caller keeps and frees its own) and returns a context freed with
+ * dbuf_comm_destroy() (collective, NULL accepted); dbuf_comm_mpi() is
+ * borrowed; a received layout is freed with dbuf_layout_destroy(); a node
+ * map with dbuf_comm_nodemap_free(); verdicts are plain data of the caller's.
  */
 #ifndef DBUF_COMM_H
 #define DBUF_COMM_H

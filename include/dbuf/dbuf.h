@@ -4,6 +4,18 @@
  * The MPI layer (dbuf/comm.h) and the hwloc memory layer (dbuf/mem.h) are
  * included separately, so a program that only plans layouts needs neither
  * mpi.h nor hwloc.h.  Link with `pkg-config --libs dbuf`.
+ *
+ * Thread safety, for the whole API: the library keeps no global state, so
+ * calls on different objects may run in any threads at once; calls that only
+ * read an object (take it const) may share it between threads; a call that
+ * changes an object needs the caller to exclude every other call on it.  A
+ * dbuf_diag_t is written by the call it is given to: one per thread.
+ * Ownership, for the whole API: inputs are copied in (a caller may free what
+ * it passed as soon as the call returns); handles are freed with their own
+ * destroy function, which accepts NULL; buffers the library hands over are
+ * freed with dbuf_free() (dbuf/error.h lists them); everything else a
+ * function returns is borrowed, valid as its header says.  dbuf/version.h
+ * (included here) gives the version, at compile time and at run time.
  */
 #ifndef DBUF_DBUF_H
 #define DBUF_DBUF_H
@@ -21,6 +33,7 @@
 #include "dbuf/safetensors.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/tensors.h"
+#include "dbuf/version.h"
 #include "dbuf/wire.h"
 
 #endif /* DBUF_DBUF_H */

@@ -7,6 +7,12 @@
  * not NULL, with one line for people that names what is wrong (the tensor,
  * the value, the rank, or the file and line).
  *
+ * Thread safety: every function here may run in any thread at any time; a
+ * dbuf_diag_t belongs to one call at a time.
+ * Ownership: dbuf_strerror() and dbuf_err_name() return static strings; a
+ * dbuf_diag_t is the caller's (usually on its stack); dbuf_free() frees the
+ * buffers the library returns (listed at its declaration).
+ *
  * Two codes mean the same thing in every function:
  *  - DBUF_ENOBUFS: a caller's output buffer (char *buf, size_t len) is too
  *    short (each function says what buf then holds).  (Functions
@@ -110,6 +116,17 @@ DBUF_EXPORT void dbuf_diag_clear(dbuf_diag_t *diag);
  * \return the length of the escaped string before truncation
  */
 DBUF_EXPORT size_t dbuf_escape_ctl(char *dst, size_t len, const char *src);
+
+/**
+ * \brief Free a buffer the library returned to the caller (the text of
+ * dbuf_layout_to_json() and dbuf_report_write(), the data of
+ * dbuf_file_read_all(), the values of dbuf_ints_read(), the message of
+ * dbuf_wire_encode()).  NULL is accepted.  Not collective; any thread.
+ *
+ * Use it rather than free(): the buffer comes from the library's allocator,
+ * which need not be the caller's.  Handles have their own destroy function.
+ */
+DBUF_EXPORT void dbuf_free(void *buf);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,15 @@
  *    bound ceil(logical / (chunk x nranks)) x chunk x nranks where it can be.
  *    It satisfies every invariant of DBUF_LAYOUT_PADDED.
  * A block_size > 1 keeps block_size consecutive rows together (BlockAtomic).
+ *
+ * Thread safety: no global state; a built layout is never changed, so any
+ * number of threads may query one layout at once; builders only read their
+ * inputs.
+ * Ownership: a builder copies the tensor list and the parameters (the caller
+ * may destroy its list right away) and returns a layout freed with
+ * dbuf_layout_destroy(); arrays that queries fill are the caller's; pointers
+ * the getters return (the layout's tensor list, offsets, ranges, owners) are
+ * borrowed, valid until dbuf_layout_destroy().
  */
 #ifndef DBUF_LAYOUT_H
 #define DBUF_LAYOUT_H

@@ -5,6 +5,11 @@
  * bytes.  Reading accepts layouts written by dbuf-shard or by hand from
  * another framework; it checks the schema, not the invariants (run
  * dbuf_layout_validate() on the result).
+ *
+ * Thread safety: no global state; any thread, one layout shared read-only.
+ * Ownership: dbuf_layout_to_json() returns text freed with dbuf_free();
+ * dbuf_layout_from_json() copies what it needs from the input and returns a
+ * layout freed with dbuf_layout_destroy().
  */
 #ifndef DBUF_LAYOUT_JSON_H
 #define DBUF_LAYOUT_JSON_H
@@ -27,7 +32,7 @@ enum {
 
 /**
  * \brief Serialize a layout.
- * \param[out] text  malloc'd NUL-terminated JSON ending in a newline; free()
+ * \param[out] text  malloc'd NUL-terminated JSON ending in a newline; dbuf_free()
  * \return 0, or DBUF_EINVAL, DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags,

@@ -23,6 +23,15 @@
  *
  * Errors follow dbuf/error.h: 0 or a negative DBUF_E* code, out-pointers
  * written only on success, a line for people in diag when it is not NULL.
+ *
+ * Thread safety: read-only use of one topology from several threads is
+ * safe; binding acts on the whole process (all its threads), so bind before
+ * starting threads.  A segment belongs to one thread at a time for
+ * allocation, locating and freeing; its memory is the caller's to share.
+ * Ownership: dbuf_topo_create() returns a topology freed with
+ * dbuf_topo_destroy(), which must outlive its segments; dbuf_seg_alloc()
+ * returns a segment freed with dbuf_seg_free() (memory and record together);
+ * strings a segment returns are borrowed, valid until dbuf_seg_free().
  */
 #ifndef DBUF_MEM_H
 #define DBUF_MEM_H

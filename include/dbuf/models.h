@@ -12,6 +12,12 @@
  * Hugging Face models use the transformers module names (model.layers.N....).
  * Megatron-Core models use the names of the local (non Transformer Engine)
  * GPT layer spec (decoder.layers.N.self_attention.linear_qkv.weight, ...).
+ *
+ * Thread safety: no global state; every function may run in any thread at
+ * any time.
+ * Ownership: model names are static strings; dbuf_model_summary() fills the
+ * caller's buffer; the builders return a tensor list freed with
+ * dbuf_tensors_destroy().
  */
 #ifndef DBUF_MODELS_H
 #define DBUF_MODELS_H

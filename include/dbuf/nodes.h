@@ -13,6 +13,12 @@
  * contiguous: a node whose segments do not form one interval is reported as
  * not contiguous, and a tensor may then cross between the same two nodes
  * several times.
+ *
+ * Thread safety: no global state; a built node report is never changed and
+ * may be read from any number of threads at once.
+ * Ownership: the rank -> node table is copied in; dbuf_nodes_create*() return
+ * a report freed with dbuf_nodes_destroy(); its node and crossing records and
+ * their pointers are borrowed, valid until dbuf_nodes_destroy().
  */
 #ifndef DBUF_NODES_H
 #define DBUF_NODES_H

@@ -22,6 +22,12 @@
  * Every split must be exact (Megatron's divide()); a configuration that
  * does not divide is DBUF_EPARALLEL with a diagnostic naming the setting or
  * tensor, the dim and the degree.
+ *
+ * Thread safety: no global state; every function may run in any thread at
+ * any time.
+ * Ownership: dbuf_parallel_t and the split results are plain data of the
+ * caller's; naming names are static strings; the model builders of
+ * dbuf/models.h return tensor lists freed with dbuf_tensors_destroy().
  */
 #ifndef DBUF_PARALLEL_H
 #define DBUF_PARALLEL_H

@@ -12,6 +12,12 @@
  * finds the tensor at each offset on its own, with dbuf_layout_tensor_at()
  * and the tensor offsets, once per run of one tensor or of padding, so a bug
  * in the piece arithmetic cannot hide in both.
+ *
+ * Thread safety: no global state; the fill writes only the caller's buffer
+ * and the verifier only reads it, so threads may fill or verify disjoint
+ * windows of one segment at once with one shared layout.
+ * Ownership: every buffer is the caller's; nothing here allocates for the
+ * caller.
  */
 #ifndef DBUF_PATTERN_H
 #define DBUF_PATTERN_H

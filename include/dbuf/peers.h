@@ -16,6 +16,11 @@
  *    to a multiple of W and cut into W equal partitions.
  * Every scheme is measured in O(n log n + W) for n tensors, every count
  * int64_t and overflow-checked.
+ *
+ * Thread safety: no global state; every function may run in any thread at
+ * any time, sharing tensor lists and layouts read-only.
+ * Ownership: scheme names and descriptions are static strings; measurements
+ * fill the caller's structures; nothing here allocates for the caller.
  */
 #ifndef DBUF_PEERS_H
 #define DBUF_PEERS_H

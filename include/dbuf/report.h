@@ -31,6 +31,11 @@
  * included).  With align_bytes N > 0, each
  * rank's segment is taken to be allocated as its byte size rounded up to a
  * multiple of N; summary and table report those allocation sizes too.
+ *
+ * Thread safety: no global state; any thread, one layout shared read-only.
+ * Ownership: dbuf_report_write() returns text freed with dbuf_free(); the
+ * options are read, not kept; format names are static strings;
+ * dbuf_report_count() and dbuf_report_bytes() fill the caller's buffer.
  */
 #ifndef DBUF_REPORT_H
 #define DBUF_REPORT_H
@@ -123,7 +128,7 @@ DBUF_EXPORT int dbuf_report_check(dbuf_report_format_t format, int nranks,
  * Not collective.  Works on any layout, also one that fails
  * dbuf_layout_validate() (overlapping tensors are drawn in offset order).
  * \param[in]  opts  NULL for the defaults
- * \param[out] text  malloc'd, NUL-terminated, ends in a newline; free()
+ * \param[out] text  malloc'd, NUL-terminated, ends in a newline; dbuf_free()
  * \param[out] len   bytes in text, NUL excluded
  * \param[out] diag  may be NULL
  * \return 0, or DBUF_EINVAL (NULL argument, unknown format, elem_size < 1,

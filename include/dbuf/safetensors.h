@@ -12,6 +12,13 @@
  *
  * Error rule: as for the whole API (dbuf/error.h).  Every diagnostic names
  * the file and, where one applies, the tensor.
+ *
+ * Thread safety: no global state; an opened checkpoint is never changed and
+ * may be queried from any number of threads at once.
+ * Ownership: dbuf_st_open() copies the paths and returns a checkpoint freed
+ * with dbuf_st_destroy(); its tensor list, file paths and dtype strings are
+ * borrowed, valid until dbuf_st_destroy() (duplicate the list with
+ * dbuf_tensors_dup() to keep it longer).
  */
 #ifndef DBUF_SAFETENSORS_H
 #define DBUF_SAFETENSORS_H

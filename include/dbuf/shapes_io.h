@@ -7,6 +7,12 @@
  *  - JSON: an array of {"name": "...", "shape": [d0, d1, ...]}.
  * The format is chosen by content: a first non-blank character '[' is JSON.
  * Errors are reported as "FILE:LINE: what is wrong" in diag.
+ *
+ * Thread safety: no global state; every function may run in any thread at
+ * any time.
+ * Ownership: dbuf_shapes_read() and dbuf_shapes_parse() return a tensor list
+ * freed with dbuf_tensors_destroy(); dbuf_file_read_all() returns data and
+ * dbuf_ints_read() values freed with dbuf_free().
  */
 #ifndef DBUF_SHAPES_IO_H
 #define DBUF_SHAPES_IO_H
@@ -50,7 +56,7 @@ DBUF_EXPORT int dbuf_shapes_parse(const char *name, const char *text, size_t len
 /**
  * \brief Read a whole file ("-" = stdin) into a NUL-terminated buffer, at
  * most DBUF_INPUT_MAX_BYTES; only a regular file (or stdin) is read.
- * \param[out] data  malloc'd, freed by the caller with free()
+ * \param[out] data  malloc'd, freed by the caller with dbuf_free()
  * \return 0, or DBUF_ENOTFOUND, DBUF_EIO (diag names the file and the
  *   system error, or that it is not a regular file), DBUF_EFORMAT (over the
  *   limit), DBUF_ENOMEM
@@ -61,7 +67,7 @@ DBUF_EXPORT int dbuf_file_read_all(const char *path, char **data, size_t *len,
 /**
  * \brief Read a list of integers, one a line ('#' comments, blank lines ok),
  * e.g. an owners file.
- * \param[out] vals  malloc'd array, freed by the caller with free()
+ * \param[out] vals  malloc'd array, freed by the caller with dbuf_free()
  * \return 0, or the errors of dbuf_file_read_all(), DBUF_EPARSE
  *   ("FILE:LINE: ..."), DBUF_ENOMEM
  */

@@ -5,6 +5,13 @@
  * Shapes have 1 to DBUF_MAX_DIMS dims; dim 0 may be 0 (an empty tensor),
  * every other dim must be >= 1.  Names are non-empty and unique.  The element
  * count of each tensor and the total over the list are overflow-checked.
+ *
+ * Thread safety: no global state; const calls (getters, find, dup) may share
+ * one list between threads; dbuf_tensors_add() needs the list to itself.
+ * Ownership: dbuf_tensors_create() and dbuf_tensors_dup() return a list freed
+ * with dbuf_tensors_destroy(); names are copied in.  The name and dims
+ * pointers the getters return are borrowed: valid until the next
+ * dbuf_tensors_add() on the list (which may move them) or its destroy.
  */
 #ifndef DBUF_TENSORS_H
 #define DBUF_TENSORS_H

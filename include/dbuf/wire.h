@@ -32,6 +32,11 @@
  * Room is reserved for per-tensor fields (a
  * flags word and an element size are already there, and the per-tensor word
  * count lets later versions add more).
+ *
+ * Thread safety: no global state; any thread, one layout shared read-only.
+ * Ownership: dbuf_wire_encode() returns a message freed with dbuf_free();
+ * dbuf_wire_decode() copies what it needs from the message and returns a
+ * layout freed with dbuf_layout_destroy().
  */
 #ifndef DBUF_WIRE_H
 #define DBUF_WIRE_H
@@ -59,7 +64,7 @@ extern "C" {
  *
  * Not collective.  Deterministic: the same layout gives the same bytes.
  * \param[in]  l      the layout (not modified)
- * \param[out] buf    malloc'd message; free() it
+ * \param[out] buf    malloc'd message; dbuf_free() it
  * \param[out] len    its length in bytes
  * \return 0
  * \return DBUF_EINVAL     NULL argument

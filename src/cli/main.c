@@ -23,6 +23,9 @@ usage(FILE *f)
           "       dbuf-shard models               list the built-in models\n"
           "       dbuf-shard --help | --version\n"
           "'dbuf-shard COMMAND --help' describes each command.\n");
+#ifndef DBUF_WITH_MPI
+  fprintf(f, "This dbuf-shard was built without MPI: 'run' is not available.\n");
+#endif
 }
 
 static const struct {

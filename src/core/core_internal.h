@@ -13,8 +13,19 @@
 #define DBUF__PRINTF(a, b)
 #endif
 
+/*
+ * An internal function that libdbuf-mpi (comm, mem) calls across the library
+ * boundary: exported from libdbuf.so, but not API (no header in
+ * include/dbuf/, no promise between versions).  Keep the list short.
+ */
+#if defined(__GNUC__) && defined(DBUF_BUILDING)
+#define DBUF__SHARED __attribute__((visibility("default")))
+#else
+#define DBUF__SHARED
+#endif
+
 /* Fill diag (when not NULL) with a formatted message; returns code. */
-int dbuf__diag(dbuf_diag_t *diag, int code, const char *fmt, ...)
+DBUF__SHARED int dbuf__diag(dbuf_diag_t *diag, int code, const char *fmt, ...)
     DBUF__PRINTF(3, 4);
 
 /* Checked 64-bit arithmetic: 0 on success, DBUF_EOVERFLOW otherwise. */
