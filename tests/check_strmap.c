@@ -110,8 +110,10 @@ START_TEST(test_shape_str)
     dims[i] = INT64_MIN; /* the longest a dim can print: 20 characters */
   ck_assert_int_eq(dbuf__shape_str(dims, 16, buf, sizeof buf), 0);
   ck_assert_uint_eq(strlen(buf), 16 * 20 + 15);
-  ck_assert_int_eq(dbuf__shape_str((int64_t[]){12345, 6}, 2, buf, 6), DBUF_ENOMEM);
+  ck_assert_int_eq(dbuf__shape_str((int64_t[]){12345, 6}, 2, buf, 6), DBUF_ENOBUFS);
   ck_assert_str_eq(buf, "12345"); /* cut at a dim, terminated */
+  ck_assert_int_eq(dbuf__shape_str(NULL, 0, buf, 3), DBUF_ENOBUFS); /* "0-D" needs 4 */
+  ck_assert_int_eq(dbuf__shape_str(dims, 1, buf, 0), DBUF_ENOBUFS);
 }
 END_TEST
 

@@ -319,6 +319,25 @@ agree_exit(dbuf_comm_t *ctx, int code)
   return -g;
 }
 
+/* agree_exit() for errors every rank finds on its own (its options, its
+ * environment), which only rank 0 prints: when rank 0 passed and another
+ * rank did not, rank 0 prints the lowest failing rank's message, so a bad
+ * option given to one rank alone never ends the job in silence. */
+static int
+agree_exit_said(dbuf_comm_t *ctx, int code)
+{
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  if (code != 0)
+    snprintf(d.msg, sizeof d.msg, "%s", cli_err_last());
+  int g = dbuf_comm_agree_diag(ctx, -code, &d);
+  if (g == DBUF_EMPI)
+    return CLI_EXIT_FAIL;
+  if (g != 0 && code == 0 && dbuf_comm_rank(ctx) == 0)
+    fprintf(stderr, "dbuf-shard: %s\n", d.msg);
+  return -g;
+}
+
 /* The integer options in effect as text (x.v in the order agree_options
  * names them), --pp-layers, and the --safetensors list (*st, malloc'd; NULL
  * without the option or out of memory). */
@@ -524,7 +543,7 @@ run_options(run_t *r, int argc, char **argv)
     cli_err("rank %d: cannot start the --timeout watchdog", r->rank);
     code = CLI_EXIT_FAIL;
   }
-  if ((code = agree_exit(r->ctx, code)) != 0 ||
+  if ((code = agree_exit_said(r->ctx, code)) != 0 ||
       (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size))) != 0)
     return code;
   note_singleton(r);

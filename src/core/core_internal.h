@@ -107,7 +107,7 @@ int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
 /*
  * A shape for people, "4096x11008" ("0-D" for a scalar): the one shape
  * format of messages and reports.  buf is always NUL-terminated; 0, or
- * DBUF_ENOMEM when it is too short (DBUF__SHAPE_STR_LEN always suffices).
+ * DBUF_ENOBUFS when it is too short (DBUF__SHAPE_STR_LEN always suffices).
  */
 #define DBUF__SHAPE_STR_LEN (21 * 16 + 1) /* 16 dims of 20 digits and an x */
 int dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len);

@@ -344,9 +344,11 @@ int
 dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len)
 {
   size_t used = 0;
+  if (len == 0)
+    return DBUF_ENOBUFS;
   if (ndim == 0) {
     snprintf(buf, len, "0-D");
-    return len > 3 ? 0 : DBUF_ENOMEM;
+    return len > 3 ? 0 : DBUF_ENOBUFS;
   }
   buf[0] = '\0';
   for (int i = 0; i < ndim; i++) {

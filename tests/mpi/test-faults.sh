@@ -109,6 +109,10 @@ odd_option --bind core "$D --bind differs between ranks: rank 0 has none, rank 2
 odd_option --lock "$D --lock differs between ranks: rank 0 has off, rank 2 has on"
 odd_option --report "$T/r.json" "$D --report differs between ranks: rank 0 has (not given), rank 2 has $T/r.json"
 odd_option --timeout 30 "$D --timeout differs between ranks: rank 0 has 600, rank 2 has 30"
+# An option only rank 2 cannot parse: rank 0 parsed its own, so it prints
+# rank 2's message (it used to end every rank with exit 2 and no word).
+odd_option --dtype xyz "dbuf-shard: rank 2: --dtype: unknown type 'xyz' (bf16, fp16, fp32, fp64, fp8, fp8-e5m2, int8, uint8, int16, int32, int64)"
+odd_option --no-such-option "dbuf-shard: rank 2: run: unknown option '--no-such-option' (see 'dbuf-shard run --help')"
 # Another input source: --shapes is the first option that differs, --model the second.
 BASE_ARGS=$BASE ODD_RANKS=2 ODD_ARGS="-q --model llama-3.2-1b" wrapped 3
 every_rank 2 "$D --shapes differs between ranks: rank 0 has $T/small.shapes, rank 2 has (not given) (and 1 more value differs)" \
