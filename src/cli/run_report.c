@@ -31,14 +31,14 @@ tensor_name(const dbuf_layout_t *l, int64_t t)
   return n ? n : "?";
 }
 
-/* "name[row]" or "-" */
+/* "name row R" (the one row notation of every report) or "-" */
 static const char *
 fmt_pos(char *buf, size_t len, const dbuf_layout_t *l, int64_t t, int64_t row)
 {
   if (t < 0)
     snprintf(buf, len, "-");
   else
-    snprintf(buf, len, "%s[%" PRId64 "]", tensor_name(l, t), row);
+    snprintf(buf, len, "%s row %" PRId64, tensor_name(l, t), row);
   return buf;
 }
 
@@ -167,8 +167,8 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
   /* Memory binding (membind: read back from the kernel) and CPU binding
    * (cpubind: the CPUs the rank may run on, "none" when it may run on all),
    * as mpirun --report-bindings tells them apart. */
-  fprintf(f, "\n%4s %-12s %-6s %-7s %-8s %14s %14s %10s %-40s %-40s %7s %7s %s\n", "rank",
-          "host", "numa", "membind", "cpubind", "offset", "elements", "bytes", "first", "last",
+  fprintf(f, "\n%4s %-12s %-6s %-7s %-8s %14s %14s %10s %-44s %-44s %7s %7s %s\n", "rank",
+          "host", "numa", "membind", "cpubind", "offset", "elements", "bytes", "first row", "last row",
           "on-node", "GiB/s", "verify");
   for (int r = 0; r < s->nranks; r++) {
     const run_rank_rec_t *x = &recs[r];
@@ -180,7 +180,7 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
       snprintf(gb, sizeof gb, "%.2f", x->gbps * 1e9 / 1073741824.0);
     else
       snprintf(gb, sizeof gb, "-");
-    fprintf(f, "%4d %-12s %-6s %-7s %-8s %14s %14s %10s %-40s %-40s %7s %7s %s\n", x->rank,
+    fprintf(f, "%4d %-12s %-6s %-7s %-8s %14s %14s %10s %-44s %-44s %7s %7s %s\n", x->rank,
             x->host, x->numa[0] ? x->numa : "-",
             !x->materialized ? "-" : x->mem_bound ? "yes" : "no",
             !x->cpus[0] ? "-" : x->cpu_bound ? x->cpus : "none",

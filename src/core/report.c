@@ -63,8 +63,8 @@ dbuf_report_check(dbuf_report_format_t format, int nranks, dbuf_diag_t *diag)
                       dbuf__rep_group(g2, DBUF_REPORT_MAX_LINES));
   if (format == DBUF_REPORT_SVG && nranks > DBUF_REPORT_SVG_MAX_RANKS)
     return dbuf__diag(diag, DBUF_ERANGE,
-                      "svg: dp %s is over the limit of %s ranks (one band "
-                      "per rank); the summary and csv formats have no limit",
+                      "svg: dp %s is over the limit of %s ranks; the summary "
+                      "and csv formats have no limit",
                       dbuf__rep_group(g1, nranks),
                       dbuf__rep_group(g2, DBUF_REPORT_SVG_MAX_RANKS));
   return 0;
