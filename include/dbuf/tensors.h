@@ -74,13 +74,15 @@ DBUF_EXPORT int64_t dbuf_tensors_count(const dbuf_tensors_t *t);
 /** \brief Sum of the element counts of all tensors (0 for NULL). */
 DBUF_EXPORT int64_t dbuf_tensors_total(const dbuf_tensors_t *t);
 
-/** \brief Borrowed name of tensor id, valid until the next dbuf_tensors_add() or destroy; NULL if id is out of range. */
+/** \brief Borrowed name of tensor id, valid until the next
+ * dbuf_tensors_add() or destroy; NULL if id is out of range. */
 DBUF_EXPORT const char *dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id);
 
 /** \brief Number of dims of tensor id; 0 if id is out of range. */
 DBUF_EXPORT int dbuf_tensors_ndim(const dbuf_tensors_t *t, int64_t id);
 
-/** \brief Borrowed dims of tensor id, valid until the next dbuf_tensors_add() or destroy; NULL if out of range. */
+/** \brief Borrowed dims of tensor id, valid until the next
+ * dbuf_tensors_add() or destroy; NULL if out of range. */
 DBUF_EXPORT const int64_t *dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id);
 
 /** \brief Elements of tensor id; -1 if out of range. */
