@@ -131,16 +131,25 @@ thp_mode(void)
   return mode;
 }
 
+/* In a --coverage build (scripts/coverage.sh) libgcov defines this; it
+ * writes the process's counts, which _exit would otherwise throw away. */
+extern void __gcov_dump(void) __attribute__((weak));
+
 /* Run fn in a forked child; returns its exit status (0 = pass).  The child
- * explains a failure on stderr. */
+ * explains a failure on stderr.  It ends with _exit (no atexit handlers of
+ * the parent's libraries), after handing its coverage counts over. */
 static int
 in_child(int (*fn)(void *), void *arg)
 {
   fflush(NULL);
   pid_t pid = fork();
   ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-  if (pid == 0)
-    _exit(fn(arg));
+  if (pid == 0) {
+    int rc = fn(arg);
+    if (__gcov_dump != NULL)
+      __gcov_dump();
+    _exit(rc);
+  }
   int st = 0;
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_msg(WIFEXITED(st), "child died (signal %d)", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -250,7 +259,7 @@ START_TEST(test_parse_null_and_bind)
   dbuf_diag_clear(&d);
   ck_assert_int_eq(dbuf_bind_parse("socket", &b, &d), DBUF_EPARSE);
   ck_assert_int_eq(b, DBUF_BIND_NUMA);
-  ck_assert_ptr_nonnull(strstr(d.msg, "\"socket\""));
+  ck_assert_msg(strstr(d.msg, "\"socket\"") != NULL, "message: %s", d.msg);
   ck_assert_int_eq(dbuf_bind_parse("", &b, NULL), DBUF_EPARSE);
   ck_assert_int_eq(dbuf_bind_parse(NULL, &b, NULL), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_bind_parse("core", NULL, NULL), DBUF_EINVAL);
@@ -452,7 +461,7 @@ START_TEST(test_synthetic_refuses_binding)
   dbuf_diag_clear(&d);
   ck_assert_int_eq(dbuf_topo_bind(t, DBUF_BIND_NONE, 0, &d), 0);
   ck_assert_int_eq(dbuf_topo_bind(t, DBUF_BIND_CORE, 1, &d), DBUF_EUNSUPPORTED);
-  ck_assert_ptr_nonnull(strstr(d.msg, "synthetic"));
+  ck_assert_msg(strstr(d.msg, "synthetic") != NULL, "message: %s", d.msg);
   ck_assert_int_eq(dbuf_topo_get_cpubind(t, cpus, sizeof cpus, nodes, sizeof nodes, &bound, &d),
                    DBUF_EUNSUPPORTED);
   ck_assert_int_eq(bound, 7);
@@ -484,7 +493,7 @@ START_TEST(test_synthetic_seg_not_bound)
   double frac = 0.5;
   int64_t pages = 99;
   ck_assert_int_eq(dbuf_seg_locate(s, &frac, &pages, NULL), 0);
-  ck_assert(frac == -1.0);
+  ck_assert_double_eq(frac, -1.0);
   ck_assert_int_eq(pages, 0);
   dbuf_seg_free(s);
 
@@ -508,7 +517,8 @@ START_TEST(test_synthetic_seg_not_bound)
   dbuf_diag_clear(&d);
   ck_assert_int_eq(dbuf_seg_alloc(t, 4096, &p, 0, &s, &d), DBUF_ERANGE);
   ck_assert_ptr_eq(s, (dbuf_seg_t *)0x1);
-  ck_assert_msg(strstr(d.msg, "NUMA node 9 ") && strstr(d.msg, "4 NUMA node"), "%s", d.msg);
+  ck_assert_msg(strstr(d.msg, "NUMA node 9 ") != NULL, "%s", d.msg);
+  ck_assert_msg(strstr(d.msg, "4 NUMA node") != NULL, "%s", d.msg);
   dbuf_topo_destroy(t);
 }
 END_TEST
@@ -521,7 +531,7 @@ START_TEST(test_seg_invalid_args)
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
   ck_assert_int_eq(dbuf_seg_alloc(t, -1, &p, 0, &s, &d), DBUF_EINVAL);
-  ck_assert_ptr_nonnull(strstr(d.msg, "-1"));
+  ck_assert_msg(strstr(d.msg, "-1") != NULL, "message: %s", d.msg);
   ck_assert_int_eq(dbuf_seg_alloc(t, INT64_MIN, &p, 0, &s, NULL), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_seg_alloc(t, 1, &p, 0x100, &s, NULL), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_seg_alloc(NULL, 1, &p, 0, &s, NULL), DBUF_EINVAL);
@@ -614,7 +624,7 @@ START_TEST(test_real_segment)
   if (c.bytes == 0) {
     ck_assert_ptr_null(dbuf_seg_ptr(s));
     ck_assert_int_eq(dbuf_seg_locate(s, &frac, &pages, NULL), 0);
-    ck_assert(frac == -1.0);
+    ck_assert_double_eq(frac, -1.0);
     ck_assert_int_eq(pages, 0);
     dbuf_seg_free(s);
     dbuf_topo_destroy(t);
@@ -633,7 +643,7 @@ START_TEST(test_real_segment)
     ck_assert_msg(frac == 0.0, "case %d: untouched frac %g", _i, frac);
     ck_assert_int_eq(pages, want_pages);
   } else {
-    ck_assert(frac == -1.0);
+    ck_assert_double_eq(frac, -1.0);
   }
 
   memset(ptr, 0x5a, (size_t)c.bytes);
@@ -642,7 +652,7 @@ START_TEST(test_real_segment)
     ck_assert_msg(frac == 1.0, "case %d: frac on %s is %g", _i, want_nodes, frac);
     ck_assert_int_eq(pages, want_pages);
   } else {
-    ck_assert(frac == -1.0);
+    ck_assert_double_eq(frac, -1.0);
     ck_assert_int_eq(pages, 0);
   }
 
@@ -666,14 +676,15 @@ START_TEST(test_real_cpubind)
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
   int rc = dbuf_topo_get_cpubind(t, cpus, sizeof cpus, nodes, sizeof nodes, &bound, &d);
-  ck_assert_msg(rc == 0, "%s", d.msg);
-  ck_assert(cpus[0] != '\0' && nodes[0] != '\0');
-  ck_assert(bound == 0 || bound == 1);
+  ck_assert_msg(rc == 0, "%s: %s", dbuf_err_name(rc), d.msg);
+  ck_assert_msg(cpus[0] != '\0', "empty CPU list (nodes \"%s\")", nodes);
+  ck_assert_msg(nodes[0] != '\0', "empty node list (CPUs \"%s\")", cpus);
+  ck_assert_msg(bound == 0 || bound == 1, "bound %d, want 0 or 1", bound);
 
   char tiny[1] = "";
   ck_assert_int_eq(dbuf_topo_get_cpubind(t, tiny, sizeof tiny, nodes, sizeof nodes, NULL, &d),
                    DBUF_ERANGE);
-  ck_assert_ptr_nonnull(strstr(d.msg, "needs"));
+  ck_assert_msg(strstr(d.msg, "needs") != NULL, "message: %s", d.msg);
   dbuf_topo_destroy(t);
 }
 END_TEST
@@ -711,7 +722,8 @@ child_bind(void *arg)
   rc = dbuf_topo_bind_target(t, DBUF_BIND_NUMA, 0, want, sizeof want, &d);
   CHILD_REQUIRE(rc == 0, 11, "%s", d.msg);
   rc = dbuf_topo_get_cpubind(t, cpus, sizeof cpus, nodes, sizeof nodes, NULL, &d);
-  CHILD_REQUIRE(rc == 0 && strcmp(cpus, want) == 0, 12, "bound to %s, wanted %s", cpus, want);
+  CHILD_REQUIRE(rc == 0, 12, "%s: %s", dbuf_err_name(rc), d.msg);
+  CHILD_REQUIRE(strcmp(cpus, want) == 0, 13, "bound to %s, wanted %s", cpus, want);
   return 0;
 }
 
@@ -803,15 +815,6 @@ static int
 child_lock(void *argp)
 {
   const struct lock_arg *a = argp;
-#ifdef __SANITIZE_ADDRESS__
-  /* AddressSanitizer turns mlock into a no-op returning 0: VmLck would show
-   * nothing locked and the checks below would (rightly) fail. */
-  (void)a;
-  (void)drop_privileges;
-  (void)status_kb;
-  fprintf(stderr, "  mlock test skipped under AddressSanitizer\n");
-  return 0;
-#else
   struct rlimit rl = {a->limit, a->limit};
   CHILD_REQUIRE(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, 2, "setting %llu bytes: %s",
                 (unsigned long long)a->limit, strerror(errno));
@@ -836,7 +839,9 @@ child_lock(void *argp)
     CHILD_REQUIRE(kb - before >= a->bytes / 1024, 7, "VmLck %ld kB -> %ld kB", before, kb);
     /* mlock faulted every page in, under the policy. */
     double frac = 0;
-    CHILD_REQUIRE(dbuf_seg_locate(s, &frac, NULL, &d) == 0 && frac == 1.0, 8, "frac %g", frac);
+    rc = dbuf_seg_locate(s, &frac, NULL, &d);
+    CHILD_REQUIRE(rc == 0, 8, "locate: %s: %s", dbuf_err_name(rc), d.msg);
+    CHILD_REQUIRE(frac == 1.0, 14, "frac %g, want 1", frac);
     dbuf_seg_free(s);
     CHILD_REQUIRE(status_kb("VmLck") == before, 9, "VmLck not released");
   } else {
@@ -846,12 +851,12 @@ child_lock(void *argp)
     char lim[64], need[64];
     snprintf(lim, sizeof lim, "RLIMIT_MEMLOCK is %llu bytes", (unsigned long long)a->limit);
     snprintf(need, sizeof need, "needs %" PRId64 " bytes", a->bytes);
-    CHILD_REQUIRE(strstr(d.msg, lim) && strstr(d.msg, need), 12, "message: %s", d.msg);
+    CHILD_REQUIRE(strstr(d.msg, lim) != NULL, 12, "message lacks '%s': %s", lim, d.msg);
+    CHILD_REQUIRE(strstr(d.msg, need) != NULL, 15, "message lacks '%s': %s", need, d.msg);
     CHILD_REQUIRE(status_kb("VmLck") == before, 13, "VmLck leaked");
     fprintf(stderr, "  (expected) %s\n", d.msg);
   }
   return 0;
-#endif
 }
 
 START_TEST(test_mlock_unprivileged_limit)
@@ -917,9 +922,19 @@ mem_suite(void)
   tcase_add_test(tc, test_real_cpubind);
   tcase_add_test(tc, test_real_bind);
   tcase_add_loop_test(tc, test_real_fallback, 0, 2);
+#ifdef __SANITIZE_ADDRESS__
+  /* AddressSanitizer turns mlock into a no-op returning 0: VmLck would show
+   * nothing locked and these tests would (rightly) fail.  Not run, so not
+   * counted as passed either. */
+  (void)test_mlock_unprivileged_limit;
+  (void)test_mlock_unprivileged_enough;
+  (void)test_mlock_as_is;
+  printf("SKIP: the 3 mlock tests under AddressSanitizer (its mlock locks nothing)\n");
+#else
   tcase_add_test(tc, test_mlock_unprivileged_limit);
   tcase_add_test(tc, test_mlock_unprivileged_enough);
   tcase_add_test(tc, test_mlock_as_is);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }
