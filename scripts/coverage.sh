@@ -46,7 +46,8 @@ if [ -z "${DBUF_COV_REPORT_ONLY:-}" ]; then
       CFLAGS="--coverage -O0 -g" LDFLAGS="--coverage"
   fi
   echo "== build"
-  make -j2 >/dev/null
+  # -O0 brings other warnings (kept in build.err, shown if the build fails).
+  make -j2 >/dev/null 2>"$build/build.err" || { cat "$build/build.err"; exit 1; }
   find "$build" -name '*.gcda' -delete
   echo "== make check${DBUF_COV_TESTS:+ TESTS='$DBUF_COV_TESTS'}"
   start=$SECONDS
