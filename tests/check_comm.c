@@ -594,6 +594,53 @@ START_TEST(test_check_equal)
 }
 END_TEST
 
+/* Without a context nothing is collective: every call refuses at once, on
+ * whichever ranks make it (here all of them), and writes no output. */
+START_TEST(test_null_context)
+{
+  int g = 42;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_UNPADDED, size), *got = NULL;
+  int64_t s = dbuf_layout_range(l)[rank], e = dbuf_layout_range(l)[rank + 1];
+  uint16_t seg[1] = {0};
+  dbuf_verdict_t v;
+  dbuf_comm_nodemap_t m;
+  const char *names[] = {"option --a"}, *vals[] = {"x"};
+  ALL_INT_EQ(dbuf_comm_set_chunk(NULL, 64), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_agree(NULL, 0, &g), DBUF_EINVAL);
+  ALL_INT_EQ(g, 42);
+  ALL_INT_EQ(dbuf_comm_agree_diag(NULL, 0, &d), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_bcast_layout(NULL, 0, NULL, l, size, &got, NULL, &d), DBUF_EINVAL);
+  ALL_TRUE(got == NULL);
+  ALL_INT_EQ(dbuf_comm_nodes(NULL, &m, &d), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_check_inputs(NULL, 42, 1, &d), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_gather(NULL, &g, sizeof g, &g), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_verify_structure(NULL, l, 0, s, e, &v), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_verify_data(NULL, l, s, e, seg, 2, 4, &v), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_check_equal(NULL, 1, names, vals, &d), DBUF_EINVAL);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* A root status that is not an error code (positive) still fails every rank
+ * with a negative one, not with success. */
+START_TEST(test_bcast_positive_status)
+{
+  dbuf_comm_t *c = world();
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_PADDED, size), *got = NULL;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_comm_bcast_layout(c, rank == 0 ? 3 : 0, rank == 0 ? "odd status" : NULL,
+                                  rank == 0 ? l : NULL, size, &got, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_EINVAL);
+  ALL_TRUE(got == NULL);
+  ALL_STR_EQ(d.msg, "odd status");
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -618,6 +665,8 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_null_outputs_agreed);
   tcase_add_test(tc, test_global_args);
   tcase_add_test(tc, test_check_equal);
+  tcase_add_test(tc, test_null_context);
+  tcase_add_test(tc, test_bcast_positive_status);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);
