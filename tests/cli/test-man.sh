@@ -47,6 +47,8 @@ done
 if command -v groff >/dev/null; then
   warn=$(groff -man -Tutf8 -ww -z "$MAN" 2>&1)
   [ -z "$warn" ] && pass "groff: no warnings" || fail "groff: $warn"
+else
+  echo "SKIP: groff not installed: the man page's groff warnings are not checked"
 fi
 
 finish

@@ -1,22 +1,17 @@
-#!/bin/sh
-# Runs the comm suite (tests/check_comm) under mpirun at 1, 2, 3 and 4 ranks.
-# Loopback-only Open MPI as root needs the variables below; every run is
-# bounded by timeout, since a rank that hangs would hang the job forever.
+#!/bin/bash
+# Runs the comm suite (tests/check_comm) under mpirun at 1, 2, 3 and 4 ranks,
+# each run bounded by timeout (tests/mpi/lib.sh).
 set -u
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
 prog=${DBUF_CHECK_COMM:-./tests/check_comm}
-mpirun=${MPIRUN:-mpirun}
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-passed=0 failed=0
 for np in 1 2 3 4; do
-  if timeout 120 "$mpirun" --oversubscribe -np "$np" "$prog"; then
-    echo "PASS: check_comm at np $np"
-    passed=$((passed + 1))
+  mpirun_in "$MPI_TIMEOUT" -np "$np" "$prog"
+  code=$?
+  if [ "$code" -eq 0 ]; then
+    pass "check_comm at np $np"
   else
-    echo "FAIL: check_comm at np $np (exit $?)"
-    failed=$((failed + 1))
+    fail "check_comm at np $np (exit $code)"
   fi
 done
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

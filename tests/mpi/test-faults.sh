@@ -8,12 +8,8 @@
 # Every mpirun runs under timeout.  Expected values come from the options
 # given here or from `dbuf-shard plan` (serial, no MPI).
 set -u
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/../cli/lib.sh"
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset DBUF_FAULT
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
 # Seconds within which every rank must have ended; DBUF_TEST_TIME_SCALE
 # stretches it for slow builds (the ASan suite in scripts/test.sh).
 LIMIT=$((10 * ${DBUF_TEST_TIME_SCALE:-1}))
@@ -44,13 +40,9 @@ export DBUF WRAP_DIR="$T"
 # wrapped NP: runs the wrapper on NP ranks; sets CODE, SECS, ERR (dbuf-shard's
 # lines only), EXITS (every rank's exit code, "-" for a rank that wrote none).
 wrapped() {
-  local np=$1 t0 t1 r
+  local np=$1 r
   rm -f "$T"/exit.*
-  t0=$(date +%s%N)
-  timeout 60 "$MPIRUN" --oversubscribe -np "$np" "$T/wrap.sh" >"$T/stdout" 2>"$T/stderr.all"
-  CODE=$?
-  t1=$(date +%s%N)
-  SECS=$(((t1 - t0) / 1000000000))
+  timed mpirun_in 60 -np "$np" "$T/wrap.sh" >"$T/stdout" 2>"$T/stderr.all"
   grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
   ERR=$(cat "$T/stderr")
   EXITS=
@@ -134,10 +126,7 @@ every_rank 0 "" "rank 1 without -q"
 # --- A rank that dies -------------------------------------------------------
 # With the launcher's abort on failure (the default): mpirun ends the job and
 # names the rank.
-t0=$(date +%s%N)
-DBUF_FAULT=kill:1 timeout 60 "$MPIRUN" --oversubscribe -np 3 "$DBUF" $BASE >"$T/stdout" 2>"$T/stderr.all"
-CODE=$?
-SECS=$((($(date +%s%N) - t0) / 1000000000))
+DBUF_FAULT=kill:1 timed mpirun_in 60 -np 3 "$DBUF" $BASE >"$T/stdout" 2>"$T/stderr.all"
 if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
   grep -q "process rank 1 with PID .* exited on signal 9" "$T/stderr.all"; then
   pass "rank 1 killed, abort on: job ended with $CODE in ${SECS}s, rank 1 named by mpirun"
@@ -146,11 +135,8 @@ else
   sed 's/^/    /' "$T/stderr.all" | head -20
 fi
 # With it off, only the watchdog ends the others: each names itself and the phase.
-t0=$(date +%s%N)
-DBUF_FAULT=kill:1 timeout 60 "$MPIRUN" --mca orte_abort_on_non_zero_status 0 --oversubscribe -np 3 \
+DBUF_FAULT=kill:1 timed mpirun_in 60 --mca orte_abort_on_non_zero_status 0 -np 3 \
   "$DBUF" $BASE --timeout 3 >"$T/stdout" 2>"$T/stderr.all"
-CODE=$?
-SECS=$((($(date +%s%N) - t0) / 1000000000))
 grep '^dbuf-shard: ' "$T/stderr.all" | sort >"$T/stderr"
 if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
   grep -q "^dbuf-shard: rank [02]: timeout after 3 s in phase materialization (" "$T/stderr" &&
@@ -162,9 +148,8 @@ else
 fi
 
 # --timeout 0 disables the watchdog: then nothing ends the job (cut at 8 s here).
-DBUF_FAULT=kill:1 timeout 8 "$MPIRUN" --mca orte_abort_on_non_zero_status 0 --oversubscribe -np 3 \
+DBUF_FAULT=kill:1 timed mpirun_in 8 --mca orte_abort_on_non_zero_status 0 -np 3 \
   "$DBUF" $BASE --timeout 0 >"$T/stdout" 2>"$T/stderr.all"
-CODE=$?
 if [ "$CODE" -eq 124 ] && ! grep -q "timeout after" "$T/stderr.all"; then
   pass "rank 1 killed, abort off, --timeout 0: no watchdog, the job waits (cut by timeout 8)"
 else
@@ -233,5 +218,10 @@ every_rank 2 "dbuf-shard: --report $T/no/such/dir/r.json: cannot create: No such
 if [ ! -s "$T/stdout" ]; then pass "--report into a missing folder: nothing run"; else fail "--report into a missing folder: the run went ahead"; fi
 BASE_ARGS="$BASE --report $T" ODD_RANKS=none ODD_ARGS= wrapped 2
 every_rank 2 "dbuf-shard: --report $T: is a folder" "--report naming a folder"
+
+# --- The watchdog off -------------------------------------------------------
+# --timeout 0 (no watchdog thread) changes nothing for a run that goes well.
+BASE_ARGS="$BASE --timeout 0" ODD_RANKS=none ODD_ARGS= wrapped 2
+every_rank 0 "" "--timeout 0 on a healthy run"
 
 finish

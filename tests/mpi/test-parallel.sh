@@ -8,28 +8,8 @@
 #    every rank), another dp_size (exit 2), and conflicting options.
 # Every mpirun runs under timeout: a hanging rank would hang the job forever.
 set -u
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/../cli/lib.sh"
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset DBUF_FAULT
-
-# mpi NP ARGS...: sets CODE, ERR (dbuf-shard's own stderr lines), stdout in $T/stdout.
-mpi() {
-  local np=$1
-  shift
-  timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$DBUF" "$@" >"$T/stdout" 2>"$T/stderr.all"
-  CODE=$?
-  grep '^dbuf-shard: ' "$T/stderr.all" | grep -v ': rank 0: [0-9]*% (' >"$T/stderr"
-  ERR=$(cat "$T/stderr")
-}
-jq_is() { # FILE FILTER WANT what
-  local got want
-  got=$(jq -c "$2" "$1" 2>&1)
-  want=$(jq -c . <<<"$3")
-  if [ "$got" = "$want" ]; then pass "$4"; else fail "$4: $2 = $got, want $want"; fi
-}
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # llama-3.2-1b (hidden 2048, ffn 8192, 16 layers, 32 heads of 64, 8 kv
 # heads, vocab 128256, tied) at tp 2, pp 2: stage 0 = embedding + 8 layers,
@@ -123,14 +103,14 @@ echo \$? >"$T/code.\${OMPI_COMM_WORLD_RANK:-x}"
 EOF2
 chmod +x "$T/wrap.sh"
 rm -f "$T"/code.*
-timeout 120 "$MPIRUN" --oversubscribe -np 2 "$T/wrap.sh" --layout-file "$T/broken.json" >/dev/null 2>&1
+mpirun_in "$MPI_TIMEOUT" -np 2 "$T/wrap.sh" --layout-file "$T/broken.json" >/dev/null 2>&1
 [ "$(cat "$T/code.0" "$T/code.1" 2>/dev/null | tr '\n' ' ')" = "1 1 " ] &&
   pass "broken layout file: exit 1 on every rank" || fail "broken layout file: codes $(cat "$T"/code.* | tr '\n' ' ')"
 
 # Another dp_size: exit 2 on every rank, naming both counts.
 "$DBUF" plan --shapes "$T/small.shapes" --dp 4 --format json >"$T/dp4.json"
 rm -f "$T"/code.*
-timeout 120 "$MPIRUN" --oversubscribe -np 2 "$T/wrap.sh" --layout-file "$T/dp4.json" >/dev/null 2>"$T/stderr.all"
+mpirun_in "$MPI_TIMEOUT" -np 2 "$T/wrap.sh" --layout-file "$T/dp4.json" >/dev/null 2>"$T/stderr.all"
 [ "$(cat "$T/code.0" "$T/code.1" 2>/dev/null | tr '\n' ' ')" = "2 2 " ] &&
   pass "dp_size 4 on 2 ranks: exit 2 on every rank" || fail "dp_size 4: codes $(cat "$T"/code.* | tr '\n' ' ')"
 grep -qF "dbuf-shard: rank 0: $T/dp4.json: dp_size 4 does not match the 2 ranks of the job (run it with mpirun -np 4)" \

@@ -7,34 +7,8 @@
 # (serial, no MPI), which computes them independently of the MPI run.
 # Every mpirun runs under timeout: a hanging rank would hang the job forever.
 set -u
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/../cli/lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset DBUF_FAULT
-
-# mpi NP ARGS...: runs dbuf-shard on NP ranks; sets CODE, SECS, OUT ($T/stdout),
-# ERR (only the lines dbuf-shard printed: mpirun adds its own).
-mpi() {
-  local np=$1 t0 t1
-  shift
-  t0=$(date +%s%N)
-  timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$DBUF" "$@" >"$T/stdout" 2>"$T/stderr.all"
-  CODE=$?
-  t1=$(date +%s%N)
-  SECS=$(((t1 - t0) / 1000000000))
-  grep '^dbuf-shard: ' "$T/stderr.all" | grep -v ': rank 0: [0-9]*% (' >"$T/stderr"
-  ERR=$(cat "$T/stderr")
-}
-# jq_is FILE FILTER WANT what
-jq_is() {
-  local got want
-  got=$(jq -c "$2" "$1" 2>&1)
-  want=$(jq -c . <<<"$3")
-  if [ "$got" = "$want" ]; then pass "$4"; else fail "$4: $2 = $got, want $want"; fi
-}
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # A small model: 2-D, 1-D and empty tensors, rows of different sizes.
 cat >"$T/small.shapes" <<'EOF'

@@ -1,0 +1,54 @@
+# Shared by the MPI test scripts (tests/mpi/*.sh), sourced after `set -u`.
+# Skips the script (exit 77, automake's SKIP) when there is no mpirun; loads
+# tests/cli/lib.sh ($T, $DBUF, pass/fail/finish, the expect_* helpers); sets
+# Open MPI up for one loopback-only machine, as root too; and runs every
+# mpirun under timeout, since a rank that hangs would hang the job forever.
+HERE=$(cd "$(dirname "$0")" && pwd)
+MPIRUN=${MPIRUN:-mpirun}
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+  echo "SKIP: $MPIRUN not found (Open MPI's launcher: Debian package openmpi-bin)"
+  exit 77
+fi
+# shellcheck source=tests/cli/lib.sh
+. "$HERE/../cli/lib.sh"
+# The TCP transports skip 127.0.0.0/8 unless told to use it; as root, mpirun
+# starts only with both ALLOW variables.
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A fault is injected only where a test asks for it, never inherited.
+unset DBUF_FAULT
+# Seconds one mpirun may take before timeout ends it (exit 124).
+MPI_TIMEOUT=120
+
+# mpirun_in SECS ARGS...: mpirun --oversubscribe ARGS... (more ranks than
+# cores), ended after SECS.
+mpirun_in() {
+  local secs=$1
+  shift
+  timeout "$secs" "$MPIRUN" --oversubscribe "$@"
+}
+# timed COMMAND...: runs COMMAND; sets CODE and SECS (whole seconds taken).
+timed() {
+  local t0
+  t0=$(date +%s%N)
+  "$@"
+  CODE=$?
+  SECS=$((($(date +%s%N) - t0) / 1000000000))
+}
+# mpi NP ARGS...: dbuf-shard ARGS on NP ranks; sets CODE, SECS, ERR (only the
+# lines dbuf-shard printed, its progress lines aside: mpirun adds its own);
+# stdout in $T/stdout, the whole stderr in $T/stderr.all.
+mpi() {
+  local np=$1
+  shift
+  timed mpirun_in "$MPI_TIMEOUT" -np "$np" "$DBUF" "$@" >"$T/stdout" 2>"$T/stderr.all"
+  grep '^dbuf-shard: ' "$T/stderr.all" | grep -v ': rank 0: [0-9]*% (' >"$T/stderr"
+  ERR=$(cat "$T/stderr")
+}
+# jq_is FILE FILTER WANT what: jq -c FILTER of FILE equals WANT (compact).
+jq_is() {
+  local got want
+  got=$(jq -c "$2" "$1" 2>&1)
+  want=$(jq -c . <<<"$3")
+  if [ "$got" = "$want" ]; then pass "$4"; else fail "$4: $2 = $got, want $want"; fi
+}
