@@ -48,6 +48,8 @@ static const struct {
     {-22, "DBUF_EVERIFY", "verification failed"},
     {-23, "DBUF_EUNSUPPORTED", "not supported"},
     {-24, "DBUF_EPARALLEL", "model not divisible by the parallel degree"},
+    {-25, "DBUF_ENOBUFS", "output buffer too small"},
+    {-26, "DBUF_ECANCELED", "stopped by the caller's callback"},
 };
 #define NCODES ((int)(sizeof codes / sizeof codes[0]))
 
@@ -64,6 +66,7 @@ START_TEST(test_code_values)
   ck_assert_int_eq(DBUF_EINVAL, -1);
   ck_assert_int_eq(DBUF_EVERIFY, -22);
   ck_assert_int_eq(DBUF_EPARALLEL, -24);
+  ck_assert_int_eq(DBUF_ECANCELED, -26);
   ck_assert_int_eq(DBUF_ERRNO_MAX, -NCODES - 1);
   ck_assert_str_eq(dbuf_err_name(DBUF_ERRNO_MAX + 1), codes[NCODES - 1].name);
 }

@@ -208,7 +208,7 @@ expect_code 0 "--version"
 expect_out_has "dbuf-shard " "--version text"
 
 # Output that cannot be written: exit 1 and one line naming where.
-"$DBUF" plan --shapes "$T/seed" --dp 2 >/dev/full 2>"$T/stderr"
+"$DBUF" plan --shapes "$T/seed" --layout unpadded --dp 2 >/dev/full 2>"$T/stderr"
 CODE=$?
 ERR=$(cat "$T/stderr")
 expect_code 1 "stdout on a full device"
