@@ -100,6 +100,23 @@ long_name(const char *arg, size_t *len)
   return name;
 }
 
+/* Whether arg is "--flag=value" for a flag of longopts that takes no value
+ * and is the option getopt just refused (it sets optopt to the flag's code).
+ * An unknown short option after such a word ("--format=json -model") also
+ * leaves optopt set, so the name and the code must both match. */
+static int
+flag_given_value(const char *arg, const struct option *longopts)
+{
+  if (strncmp(arg, "--", 2) != 0 || strchr(arg, '=') == NULL)
+    return 0;
+  size_t len;
+  const char *name = long_name(arg, &len);
+  for (const struct option *o = longopts; o->name != NULL; o++)
+    if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+      return o->has_arg == no_argument && o->flag == NULL && o->val == optopt;
+  return 0;
+}
+
 int
 cli_bad_option(const char *cmd, int c, char **argv, const struct option *longopts)
 {
@@ -111,8 +128,7 @@ cli_bad_option(const char *cmd, int c, char **argv, const struct option *longopt
     cli_err("%s: option '%s' needs a value (see 'dbuf-shard %s --help')", cmd, arg, cmd);
     return CLI_EXIT_USAGE;
   }
-  if (optopt != 0 && strncmp(arg, "--", 2) == 0) {
-    /* getopt sets optopt to the option's code for "--flag=value". */
+  if (optopt != 0 && flag_given_value(arg, longopts)) {
     size_t len;
     const char *name = long_name(arg, &len);
     cli_err("%s: option '--%.*s' takes no value (see 'dbuf-shard %s --help')", cmd, (int)len,
