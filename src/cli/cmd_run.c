@@ -207,8 +207,8 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     case OPT_LAYOUT_FILE:
       o->layout_file = optarg;
       break;
-    case 'h':
-      return -1;
+    case 'h': /* is_help() saw it before MPI started */
+      return CLI_EXIT_USAGE;
     default: /* ':' missing value, '?' unknown option */
       return cli_bad_option("run", c, argv, longopts);
     }
@@ -547,19 +547,21 @@ run_options(run_t *r, int argc, char **argv)
       (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size))) != 0)
     return code;
   note_singleton(r);
+  /* The report is written at the end, by rank 0: a folder that is not there
+   * must fail now, not after the run. */
+  if (r->rank == 0 && r->o.report != NULL)
+    code = cli_output_check(r->o.report, "--report");
+  if ((code = agree_exit(r->ctx, code)) != 0)
+    return code;
+  r->can_report = 1; /* from here a stopped run still writes its report */
   if (!r->o.plan.dp_set) {
     r->o.plan.params.nranks = r->size;
   } else if (r->o.plan.params.nranks % r->size != 0) {
     cli_err("--dp %d is not a multiple of the %d ranks", r->o.plan.params.nranks, r->size);
     code = CLI_EXIT_USAGE;
   }
-  /* The report is written at the end, by rank 0: a folder that is not there
-   * must fail now, not after the run. */
-  if (code == 0 && r->rank == 0 && r->o.report != NULL)
-    code = cli_output_check(r->o.report, "--report");
-  if ((code = agree_exit(r->ctx, code)) != 0)
+  if ((code = phase_end(r, code)) != 0)
     return code;
-  r->can_report = 1;
   if (r->o.plan.ranks_per_node > 0 && r->rank == 0)
     fprintf(stderr, "dbuf-shard: --ranks-per-node is ignored under MPI: nodes come from "
                     "the launcher\n");
@@ -589,6 +591,8 @@ run_plan(run_t *r)
       rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
       if (rc == 0)
         rc = cli_build_layout(&r->o.plan, r->t, r->what, &r->planned);
+      if (rc == 0)
+        cli_warn_layout(r->t, r->planned, r->what);
     }
     cli_prog = "dbuf-shard";
     r->root_failed = rc != 0;
@@ -882,12 +886,24 @@ run_free(run_t *r)
   cli_plan_opts_free(&r->o.plan);
 }
 
+/* "--help", or what getopt takes for it: a prefix down to "--h", or a
+ * cluster of run's flags "-q" and "-h" that holds an h ("-qh"). */
+static int
+is_help(const char *a)
+{
+  size_t n = strlen(a);
+  if (n >= 3 && n <= 6 && strncmp(a, "--help", n) == 0)
+    return 1;
+  return a[0] == '-' && a[1] != '-' && a[1] != '\0' && strspn(a + 1, "qh") == n - 1 &&
+         strchr(a + 1, 'h') != NULL;
+}
+
 /* --help needs no MPI: print it once (the launcher's rank 0, or alone). */
 static int
 wants_help(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    if (is_help(argv[i])) {
       const char *r = getenv("OMPI_COMM_WORLD_RANK");
       if (r == NULL)
         r = getenv("PMIX_RANK");

@@ -257,6 +257,9 @@ bad_input --shapes "$T/bad.shapes" \
 bad_input --shapes "$T/missing.shapes" "dbuf-shard: rank 0: $T/missing.shapes: cannot open: No such file or directory"
 bad_input --shapes "$T/small.shapes" --block-size 7 \
   "$("$DBUF" plan --shapes "$T/small.shapes" --block-size 7 2>&1 | sed 's/^dbuf-shard: /dbuf-shard: rank 0: /')"
+# --dp that is no multiple of the ranks: refused once the options are
+# agreed, so the report is written (it used to be left out).
+PHASE=start-up bad_input --shapes "$T/small.shapes" --dp 6 "dbuf-shard: --dp 6 is not a multiple of the 4 ranks"
 PHASE=materialization bad_input --shapes "$T/small.shapes" --membind node:99 \
   "dbuf-shard: rank 0: NUMA node 99 does not exist: this system has 1 NUMA node(s), OS indexes 0"
 PHASE=
