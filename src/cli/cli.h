@@ -191,6 +191,11 @@ int64_t cli_plan_stages(const cli_plan_opts_t *o);
 int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                      const char *what, dbuf_layout_t **out);
 
+/* The warnings of a valid layout that is probably not what was meant (dp
+ * above the rows, padding above 10%): one stderr line each.  Called for the
+ * layout the user asked for, not for the ones built to compare with it. */
+void cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what);
+
 /* Report options of the planning options (dtype, element size, alignment)
  * for the tensors described by source (borrowed). */
 void cli_report_opts(const cli_plan_opts_t *o, const char *source,

@@ -168,12 +168,16 @@ append_node_packing(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const cha
   ob.params.node_size = 0;
   if ((rc = cli_build_layout(&ob, t, what, &lb)) != 0)
     return cli_exit_code(rc);
-  if (dbuf_nodes_create_blocked(lb, dbuf_layout_nranks(lb), (int)o->ranks_per_node,
-                                o->elem_size, &nb, &d) != 0 ||
-      node_figures(lb, nb, o->elem_size, &b) != 0 ||
-      node_figures(l, n, o->elem_size, &a) != 0) {
+  if ((rc = dbuf_nodes_create_blocked(lb, dbuf_layout_nranks(lb), (int)o->ranks_per_node,
+                                      o->elem_size, &nb, &d)) != 0) {
     cli_err("node report: %s", d.msg);
-    rc = CLI_EXIT_USAGE;
+    rc = cli_exit_code(rc);
+    goto out;
+  }
+  if ((rc = node_figures(lb, nb, o->elem_size, &b)) != 0 ||
+      (rc = node_figures(l, n, o->elem_size, &a)) != 0) {
+    cli_err("node report: %s", dbuf_strerror(rc)); /* node_figures fills no diag */
+    rc = cli_exit_code(rc);
     goto out;
   }
   FILE *m = open_memstream(&out, &outlen);
@@ -273,6 +277,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
     rc = cli_exit_code(rc);
     goto out;
   }
+  cli_warn_layout(t, l, what);
   if (o->ranks_per_node > 0) {
     e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o->ranks_per_node,
                                   o->elem_size, &nodes, &d);

@@ -442,8 +442,8 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
  * of the rules), or padding above WARN_PADDING_PERCENT of the buffer.  One
  * line each on stderr, "dbuf-shard: warning: ...".
  */
-static void
-warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
+void
+cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
 {
   int64_t rows = 0;
   int dp = dbuf_layout_nranks(l);
@@ -539,7 +539,6 @@ cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
       cli_err("%s: %s", what, d.msg);
     return rc;
   }
-  warn_layout(t, *out, what);
   return 0;
 }
 
