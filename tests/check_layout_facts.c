@@ -104,6 +104,15 @@ START_TEST(test_move_cut)
   ck_assert_int_eq(dbuf_layout_range(m)[1], 4);
   dbuf_layout_destroy(m);
   dbuf_layout_destroy(l);
+  /* Cut 1 at 0: nothing behind, so forward by a row of the tensor AT the
+   * cut (a, 3 elements), not of the one before it (none: it used to step 1
+   * and land inside a's row 0). */
+  static const int64_t at0[] = {0, 0, 16};
+  l = facts_layout(at0);
+  ck_assert_int_eq(dbuf_layout_move_cut(l, 1, &m), 0);
+  ck_assert_int_eq(dbuf_layout_range(m)[1], 3);
+  dbuf_layout_destroy(m);
+  dbuf_layout_destroy(l);
 }
 END_TEST
 

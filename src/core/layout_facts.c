@@ -39,6 +39,17 @@ dbuf_layout_span_rows(const dbuf_layout_t *l, int64_t start, int64_t end,
   return 0;
 }
 
+/* The row size of the tensor holding element e of the buffer, or 1 (padding,
+ * or e outside the buffer). */
+static int64_t
+row_at(const dbuf_layout_t *l, int64_t e)
+{
+  int64_t t = -1;
+  if (e >= 0 && e < l->size)
+    dbuf_layout_tensor_at(l, e, &t);
+  return t >= 0 ? dbuf_tensors_row_elems(l->tensors, t) : 1;
+}
+
 int
 dbuf_layout_move_cut(const dbuf_layout_t *l, int cut, dbuf_layout_t **out)
 {
@@ -46,14 +57,18 @@ dbuf_layout_move_cut(const dbuf_layout_t *l, int cut, dbuf_layout_t **out)
     return DBUF_EINVAL;
   if (cut < 1 || cut >= l->nranks)
     return DBUF_ERANGE;
-  int64_t x = l->range[cut], t = -1;
-  if (x > 0 && x <= l->size)
-    dbuf_layout_tensor_at(l, x - 1, &t);
-  int64_t step = t >= 0 ? dbuf_tensors_row_elems(l->tensors, t) : 1, moved = x;
-  if (x - l->range[cut - 1] >= step)
-    moved = x - step;
-  else if (l->range[cut + 1] - x >= step)
-    moved = x + step;
+  /* A layout from a file may hold any offsets: every difference is
+   * checked (an overflow is "no room"). */
+  int64_t x = l->range[cut], before, after, moved = x;
+  if (__builtin_sub_overflow(x, l->range[cut - 1], &before))
+    before = -1;
+  if (__builtin_sub_overflow(l->range[cut + 1], x, &after))
+    after = -1;
+  int64_t back = row_at(l, x - 1), fwd = row_at(l, x);
+  if (before >= back)
+    moved = x - back; /* x - before >= range[cut - 1]: no overflow */
+  else if (after >= fwd)
+    moved = x + fwd;
   if (moved == x)
     return DBUF_ERANGE;
   int64_t *range = malloc((size_t)(l->nranks + 1) * sizeof *range);
