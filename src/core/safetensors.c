@@ -156,7 +156,7 @@ st_copy_paths(dbuf_st_t *st, const char *const *paths, int64_t npaths,
     return dbuf__diag(diag, DBUF_ENOMEM, "safetensors: out of memory");
   st->nfiles = npaths;
   for (int64_t i = 0; i < npaths; i++) {
-    if ((st->paths[i] = dbuf__st_strdup(paths[i])) == NULL)
+    if ((st->paths[i] = strdup(paths[i])) == NULL)
       return dbuf__diag(diag, DBUF_ENOMEM, "safetensors: out of memory");
   }
   return 0;

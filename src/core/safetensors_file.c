@@ -45,17 +45,6 @@ dbuf__st_fread(FILE *f, void *buf, int64_t len, const char *path,
   return 0;
 }
 
-
-char *
-dbuf__st_strdup(const char *s)
-{
-  size_t len = strlen(s) + 1;
-  char *c = malloc(len);
-  if (c != NULL)
-    memcpy(c, s, len);
-  return c;
-}
-
 const char *
 dbuf__st_json_type(const json_t *v)
 {

@@ -301,7 +301,7 @@ st_parse_tensor(dbuf_st_t *st, int64_t file, const char *path,
     return rc;
 
   rec.file = file;
-  if ((rec.name = dbuf__st_strdup(name)) == NULL)
+  if ((rec.name = strdup(name)) == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "%s: tensor '%s': out of memory",
                       path, name);
   if ((rc = st_push(st, &rec)) != 0) {

@@ -54,9 +54,6 @@ int dbuf__st_fread(FILE *f, void *buf, int64_t len, const char *path,
 /* "object", "array", "string", ... for messages. */
 const char *dbuf__st_json_type(const json_t *v);
 
-/* A malloc'd copy of s, or NULL. */
-char *dbuf__st_strdup(const char *s);
-
 /* ---- safetensors_header.c */
 
 /* Name of dtype index d; *bytes its element size (dtypes in records are
