@@ -20,6 +20,7 @@
 #ifndef DBUF_DBUF_H
 #define DBUF_DBUF_H
 
+#include "dbuf/dtype.h"
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
 #include "dbuf/layout_facts.h"
@@ -28,6 +29,7 @@
 #include "dbuf/nodes.h"
 #include "dbuf/parallel.h"
 #include "dbuf/pattern.h"
+#include "dbuf/plan.h"
 #include "dbuf/peers.h"
 #include "dbuf/report.h"
 #include "dbuf/safetensors.h"

@@ -23,6 +23,7 @@
 #ifndef DBUF_SAFETENSORS_H
 #define DBUF_SAFETENSORS_H
 
+#include "dbuf/dtype.h"
 #include "dbuf/error.h"
 #include "dbuf/tensors.h"
 
@@ -46,6 +47,7 @@ typedef struct dbuf_st_info {
   int64_t elem_size;  /**< bytes per element */
   int64_t data_begin; /**< absolute file offset of the first byte */
   int64_t data_end;   /**< absolute file offset one past the last byte */
+  dbuf_dtype_t type;  /**< the dtype as a number (dbuf/dtype.h) */
 } dbuf_st_info_t;
 
 /**

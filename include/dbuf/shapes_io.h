@@ -2,9 +2,12 @@
  * dbuf-shard: reading shape lists.
  *
  * Not collective.  Two formats:
- *  - text: one "NAME SHAPE" a line, SHAPE "d0xd1x..." or "d0"; blank lines
- *    and '#' comments (whole line or after the shape) allowed;
- *  - JSON: an array of {"name": "...", "shape": [d0, d1, ...]}.
+ *  - text: one "NAME SHAPE [DTYPE]" a line, SHAPE "d0xd1x..." or "d0",
+ *    DTYPE an optional element type (dbuf/dtype.h names: bf16, fp32, F32...)
+ *    kept as the tensor's dtype; blank lines and '#' comments (whole line or
+ *    at the end) allowed;
+ *  - JSON: an array of {"name": "...", "shape": [d0, d1, ...]} with an
+ *    optional "dtype": "NAME".
  * The format is chosen by content: a first non-blank character '[' is JSON.
  * Errors are reported as "FILE:LINE: what is wrong" in diag.
  *

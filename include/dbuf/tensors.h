@@ -16,6 +16,7 @@
 #ifndef DBUF_TENSORS_H
 #define DBUF_TENSORS_H
 
+#include "dbuf/dtype.h"
 #include "dbuf/error.h"
 
 #include <stddef.h>
@@ -84,6 +85,17 @@ DBUF_EXPORT int dbuf_tensors_ndim(const dbuf_tensors_t *t, int64_t id);
 /** \brief Borrowed dims of tensor id, valid until the next
  * dbuf_tensors_add() or destroy; NULL if out of range. */
 DBUF_EXPORT const int64_t *dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id);
+
+/**
+ * \brief Set the element type of tensor id (DBUF_DTYPE_NONE: not given, the
+ * default of whoever plans applies).  Tensors start with NONE; the
+ * safetensors reader and a shapes file's third column set it.
+ * \return 0, or DBUF_EINVAL (NULL, unknown type), DBUF_ERANGE (id)
+ */
+DBUF_EXPORT int dbuf_tensors_set_dtype(dbuf_tensors_t *t, int64_t id, dbuf_dtype_t dtype);
+
+/** \brief Element type of tensor id; DBUF_DTYPE_NONE if not given or out of range. */
+DBUF_EXPORT dbuf_dtype_t dbuf_tensors_dtype(const dbuf_tensors_t *t, int64_t id);
 
 /** \brief Elements of tensor id; -1 if out of range. */
 DBUF_EXPORT int64_t dbuf_tensors_numel(const dbuf_tensors_t *t, int64_t id);

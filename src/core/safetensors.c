@@ -199,6 +199,8 @@ st_make_tensors(dbuf_st_t *st, dbuf_diag_t *diag)
     dbuf_diag_t inner;
     dbuf_diag_clear(&inner);
     rc = dbuf_tensors_add(st->tensors, t->name, t->ndim, t->dims, &inner);
+    if (rc == 0)
+      rc = dbuf_tensors_set_dtype(st->tensors, i, t->dtype);
     if (rc != 0)
       return dbuf__diag(diag, rc, "%s: %s", st->paths[t->file],
                         inner.msg[0] ? inner.msg : dbuf_strerror(rc));
@@ -283,7 +285,9 @@ dbuf_st_tensor_info(const dbuf_st_t *st, int64_t id, dbuf_st_info_t *info)
   const struct st_tensor *t = &st->t[id];
   info->file = t->file;
   info->path = st->paths[t->file];
-  info->dtype = dbuf__st_dtype(t->dtype, &info->elem_size);
+  info->dtype = dbuf_dtype_st_name(t->dtype);
+  info->elem_size = dbuf_dtype_size(t->dtype);
+  info->type = t->dtype;
   info->data_begin = t->begin;
   info->data_end = t->end;
   return 0;

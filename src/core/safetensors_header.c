@@ -9,29 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The safetensors dtypes and their element widths in bits (safetensors
- * 0.6 Dtype::bitsize).  Read-only, so not mutable global state. */
-static const struct st_dtype {
-  const char *name;
-  int bits;
-} st_dtypes[] = {
-    {"BOOL", 8},     {"F4", 4},       {"F6_E2M3", 6}, {"F6_E3M2", 6},
-    {"U8", 8},       {"I8", 8},       {"F8_E5M2", 8}, {"F8_E4M3", 8},
-    {"F8_E8M0", 8},  {"I16", 16},     {"U16", 16},    {"F16", 16},
-    {"BF16", 16},    {"I32", 32},     {"U32", 32},    {"F32", 32},
-    {"C64", 64},     {"F64", 64},     {"I64", 64},    {"U64", 64},
-};
-
-#define ST_NDTYPES ((int)(sizeof st_dtypes / sizeof st_dtypes[0]))
-
-static int
+/* A safetensors dtype name (exact case) as its dbuf_dtype_t; NONE if unknown. */
+static dbuf_dtype_t
 st_dtype_find(const char *name)
 {
-  for (int i = 0; i < ST_NDTYPES; i++) {
-    if (strcmp(st_dtypes[i].name, name) == 0)
-      return i;
+  for (int i = 1; i < DBUF_DTYPE_COUNT; i++) {
+    if (strcmp(dbuf_dtype_st_name((dbuf_dtype_t)i), name) == 0)
+      return (dbuf_dtype_t)i;
   }
-  return -1;
+  return DBUF_DTYPE_NONE;
 }
 
 int
@@ -39,10 +25,10 @@ dbuf_st_dtype_bits(const char *name, int *bits)
 {
   if (name == NULL || bits == NULL)
     return DBUF_EINVAL;
-  int d = st_dtype_find(name);
-  if (d < 0)
+  dbuf_dtype_t d = st_dtype_find(name);
+  if (d == DBUF_DTYPE_NONE)
     return DBUF_ENOTFOUND;
-  *bits = st_dtypes[d].bits;
+  *bits = dbuf_dtype_bits(d);
   return 0;
 }
 
@@ -51,21 +37,13 @@ dbuf_st_dtype_size(const char *name, int64_t *elem_size)
 {
   if (name == NULL || elem_size == NULL)
     return DBUF_EINVAL;
-  int d = st_dtype_find(name);
-  if (d < 0)
+  dbuf_dtype_t d = st_dtype_find(name);
+  if (d == DBUF_DTYPE_NONE)
     return DBUF_ENOTFOUND;
-  if (st_dtypes[d].bits % 8 != 0)
+  if (dbuf_dtype_size(d) == 0)
     return DBUF_EUNSUPPORTED;
-  *elem_size = st_dtypes[d].bits / 8;
+  *elem_size = dbuf_dtype_size(d);
   return 0;
-}
-
-const char *
-dbuf__st_dtype(int d, int64_t *bytes)
-{
-  assert(d >= 0 && d < ST_NDTYPES && st_dtypes[d].bits % 8 == 0);
-  *bytes = st_dtypes[d].bits / 8;
-  return st_dtypes[d].name;
 }
 
 /* ------------------------------------------------------ the length prefix */
@@ -166,16 +144,16 @@ st_parse_dtype(const char *path, const char *name, const json_t *jd,
                       "%s: tensor '%s': \"dtype\" is a JSON %s, not a string",
                       path, name, dbuf__st_json_type(jd));
   rec->dtype = st_dtype_find(json_string_value(jd));
-  if (rec->dtype < 0)
+  if (rec->dtype == DBUF_DTYPE_NONE)
     return dbuf__diag(diag, DBUF_EUNSUPPORTED,
                       "%s: tensor '%s': unknown dtype '%s'", path, name,
                       json_string_value(jd));
-  if (st_dtypes[rec->dtype].bits % 8 != 0)
+  if (dbuf_dtype_size(rec->dtype) == 0)
     return dbuf__diag(diag, DBUF_EUNSUPPORTED,
                       "%s: tensor '%s': dtype %s has %d-bit elements; "
                       "sub-byte dtypes are not supported",
-                      path, name, st_dtypes[rec->dtype].name,
-                      st_dtypes[rec->dtype].bits);
+                      path, name, dbuf_dtype_st_name(rec->dtype),
+                      dbuf_dtype_bits(rec->dtype));
   return 0;
 }
 
@@ -186,7 +164,7 @@ st_parse_shape(const char *path, const char *name, const json_t *js,
                struct st_tensor *rec, int64_t *bytes, char *shape,
                dbuf_diag_t *diag)
 {
-  int64_t numel = 1, elem = st_dtypes[rec->dtype].bits / 8;
+  int64_t numel = 1, elem = dbuf_dtype_size(rec->dtype);
 
   if (!json_is_array(js))
     return dbuf__diag(diag, DBUF_EFORMAT,
@@ -222,7 +200,7 @@ st_parse_shape(const char *path, const char *name, const json_t *js,
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "%s: tensor '%s': shape %s %s is more than INT64_MAX "
                       "bytes",
-                      path, name, shape, st_dtypes[rec->dtype].name);
+                      path, name, shape, dbuf_dtype_st_name(rec->dtype));
   return 0;
 }
 
@@ -267,7 +245,7 @@ st_parse_offsets(const char *path, const char *name, const json_t *jo,
                       "bytes, shape %s %s needs %lld",
                       path, name, (long long)rec->begin, (long long)rec->end,
                       (long long)(rec->end - rec->begin), shape,
-                      st_dtypes[rec->dtype].name, (long long)bytes);
+                      dbuf_dtype_st_name(rec->dtype), (long long)bytes);
   return 0;
 }
 

@@ -24,7 +24,7 @@
 struct st_tensor {
   char *name;
   int64_t file;
-  int dtype; /* dtype index, see dbuf__st_dtype() */
+  dbuf_dtype_t dtype; /* a byte-sized type */
   int ndim;
   int64_t dims[DBUF_MAX_DIMS];
   int64_t begin, end; /* relative to the data region while a file is checked,
@@ -56,9 +56,6 @@ const char *dbuf__st_json_type(const json_t *v);
 
 /* ---- safetensors_header.c */
 
-/* Name of dtype index d; *bytes its element size (dtypes in records are
- * whole bytes). */
-const char *dbuf__st_dtype(int d, int64_t *bytes);
 
 /* Read, check and append the tensors of data file `file` (st->paths[file]);
  * via is the index that named it, or NULL.  Feeds the header to st->digest. */

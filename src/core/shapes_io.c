@@ -114,6 +114,8 @@ parse_json(const char *name, const char *text, size_t len,
   json_array_foreach(root, i, item) {
     json_t *jn = json_object_get(item, "name");
     json_t *js = json_object_get(item, "shape");
+    json_t *jt = json_object_get(item, "dtype");
+    dbuf_dtype_t dt = DBUF_DTYPE_NONE;
     int64_t dims[DBUF_MAX_DIMS];
     dbuf_diag_t d;
     if (!json_is_object(item) || !json_is_string(jn) || !json_is_array(js)) {
@@ -121,6 +123,13 @@ parse_json(const char *name, const char *text, size_t len,
                       "%s: entry %zu: expected {\"name\": string, \"shape\": "
                       "[integers]}",
                       name, i);
+      goto out;
+    }
+    if (jt != NULL && (!json_is_string(jt) ||
+                       dbuf_dtype_parse(json_string_value(jt), &dt) != 0 ||
+                       dbuf_dtype_size(dt) == 0)) {
+      rc = dbuf__diag(diag, DBUF_EPARSE, "%s: entry %zu: tensor %s: \"dtype\" is not a known "
+                      "type (%s)", name, i, json_string_value(jn), dbuf_dtype_list());
       goto out;
     }
     size_t nd = json_array_size(js);
@@ -144,6 +153,7 @@ parse_json(const char *name, const char *text, size_t len,
       dbuf__diag(diag, rc, "%s: entry %zu: %s", name, i, d.msg);
       goto out;
     }
+    dbuf_tensors_set_dtype(t, dbuf_tensors_count(t) - 1, dt);
   }
 out:
   json_decref(root);
@@ -176,6 +186,7 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
     if (tname == NULL)
       continue;
     char *shape = strtok_r(NULL, " \t\r\f\v", &save);
+    char *dtype = strtok_r(NULL, " \t\r\f\v", &save);
     char *extra = strtok_r(NULL, " \t\r\f\v", &save);
     if (shape == NULL)
       return dbuf__diag(diag, DBUF_EPARSE,
@@ -184,18 +195,23 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
                         name, line, tname);
     if (extra != NULL)
       return dbuf__diag(diag, DBUF_EPARSE,
-                        "%s:%ld: tensor %s: unexpected text '%s' after the shape",
+                        "%s:%ld: tensor %s: unexpected text '%s' after the dtype",
                         name, line, tname, extra);
     int ndim;
     int64_t dims[DBUF_MAX_DIMS];
     dbuf_diag_t d;
+    dbuf_dtype_t dt = DBUF_DTYPE_NONE;
     int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
     if (rc != 0)
       return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
                         d.msg);
+    if (dtype != NULL && (dbuf_dtype_parse(dtype, &dt) != 0 || dbuf_dtype_size(dt) == 0))
+      return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: tensor %s: unknown dtype '%s' (%s)", name,
+                        line, tname, dtype, dbuf_dtype_list());
     /* dbuf_tensors_add names the tensor itself: add only the line. */
     if ((rc = dbuf_tensors_add(t, tname, ndim, dims, &d)) != 0)
       return dbuf__diag(diag, rc, "%s:%ld: %s", name, line, d.msg);
+    dbuf_tensors_set_dtype(t, dbuf_tensors_count(t) - 1, dt);
   }
   return 0;
 }

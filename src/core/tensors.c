@@ -17,6 +17,7 @@ struct dbuf_tensors {
   int64_t *row_elems; /* [cap] */
   int64_t *dim_start; /* [cap] index into dims */
   uint8_t *ndim;      /* [cap] */
+  uint8_t *dtype;     /* [cap] dbuf_dtype_t, DBUF_DTYPE_NONE when not given */
   int64_t *dims;      /* [dims_cap] */
   int64_t ndims, dims_cap;
   dbuf__strmap_t names; /* name -> id; names.count == n */
@@ -77,6 +78,7 @@ dbuf_tensors_destroy(dbuf_tensors_t *t)
   free(t->row_elems);
   free(t->dim_start);
   free(t->ndim);
+  free(t->dtype);
   free(t->dims);
   dbuf__strmap_free(&t->names);
   free(t);
@@ -108,6 +110,10 @@ grow_arrays(dbuf_tensors_t *t, int64_t need)
   if (d == NULL)
     return DBUF_ENOMEM;
   t->ndim = d;
+  d = dbuf__reallocn(t->dtype, cap, sizeof *d);
+  if (d == NULL)
+    return DBUF_ENOMEM;
+  t->dtype = d;
   t->cap = cap;
   return 0;
 }
@@ -244,6 +250,7 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
   memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
   t->dim_start[id] = t->ndims;
   t->ndim[id] = (uint8_t)ndim;
+  t->dtype[id] = DBUF_DTYPE_NONE;
   t->numel[id] = numel;
   t->row_elems[id] = row;
   t->ndims += ndim;
@@ -268,10 +275,11 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
   c->row_elems = dbuf__memdup(t->row_elems, t->n, sizeof *c->row_elems);
   c->dim_start = dbuf__memdup(t->dim_start, t->n, sizeof *c->dim_start);
   c->ndim = dbuf__memdup(t->ndim, t->n, sizeof *c->ndim);
+  c->dtype = dbuf__memdup(t->dtype, t->n, sizeof *c->dtype);
   c->dims = dbuf__memdup(t->dims, t->ndims, sizeof *c->dims);
   int names_rc = dbuf__strmap_copy(&t->names, &c->names);
   if (c->numel == NULL || c->row_elems == NULL || c->dim_start == NULL ||
-      c->ndim == NULL || c->dims == NULL || names_rc != 0) {
+      c->ndim == NULL || c->dtype == NULL || c->dims == NULL || names_rc != 0) {
     dbuf_tensors_destroy(c);
     return DBUF_ENOMEM;
   }
@@ -292,6 +300,23 @@ dbuf_tensors_total(const dbuf_tensors_t *t)
 }
 
 #define IN_RANGE(t, id) ((t) != NULL && (id) >= 0 && (id) < (t)->n)
+
+int
+dbuf_tensors_set_dtype(dbuf_tensors_t *t, int64_t id, dbuf_dtype_t dtype)
+{
+  if (t == NULL || (int)dtype < DBUF_DTYPE_NONE || (int)dtype >= DBUF_DTYPE_COUNT)
+    return DBUF_EINVAL;
+  if (!IN_RANGE(t, id))
+    return DBUF_ERANGE;
+  t->dtype[id] = (uint8_t)dtype;
+  return 0;
+}
+
+dbuf_dtype_t
+dbuf_tensors_dtype(const dbuf_tensors_t *t, int64_t id)
+{
+  return IN_RANGE(t, id) ? (dbuf_dtype_t)t->dtype[id] : DBUF_DTYPE_NONE;
+}
 
 const char *
 dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id)

@@ -122,8 +122,10 @@ printf 'a 9223372036854775807x2\n' >"$T/s6"
 bad "overflow" "dbuf-shard: $T/s6:1: tensor a: element count overflows 64 bits" plan --shapes "$T/s6"
 printf 'a 99999999999999999999\n' >"$T/s7"
 bad "dim too big" "dbuf-shard: $T/s7:1: tensor a: shape '99999999999999999999': dim 0 does not fit in 64 bits" plan --shapes "$T/s7"
+printf 'a 4x4 bf16 extra\n' >"$T/s8"
+bad "trailing text" "dbuf-shard: $T/s8:1: tensor a: unexpected text 'extra' after the dtype" plan --shapes "$T/s8"
 printf 'a 4x4 extra\n' >"$T/s8"
-bad "trailing text" "dbuf-shard: $T/s8:1: tensor a: unexpected text 'extra' after the shape" plan --shapes "$T/s8"
+bad "unknown dtype column" "dbuf-shard: $T/s8:1: tensor a: unknown dtype 'extra' (bf16, fp16, fp32, fp64, fp8-e4m3 (fp8), fp8-e5m2, fp8-e8m0, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool, c64)" plan --shapes "$T/s8"
 bad "missing file" "dbuf-shard: $T/nope: cannot open: No such file or directory" plan --shapes "$T/nope"
 bad "dp 0" "dbuf-shard: --dp: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --dp 0
 bad "dp text" "dbuf-shard: --dp: 'x3' is not an integer" plan --shapes "$T/seed" --dp x3

@@ -1,0 +1,365 @@
+/*
+ * Plans (dbuf/plan.h), units and dtypes: grouping into (unit, dtype)
+ * buffers, their order, each buffer's layout against a layout built
+ * directly from the same tensors, the totals summed here independently.
+ */
+#include "dbuf/dbuf.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static dbuf_tensors_t *
+mk(const char *const *names, const int64_t (*dims)[2], const dbuf_dtype_t *dt, int n)
+{
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(dbuf_tensors_add(t, names[i], dims[i][1] ? 2 : 1, dims[i], NULL), 0);
+    if (dt != NULL)
+      ck_assert_int_eq(dbuf_tensors_set_dtype(t, i, dt[i]), 0);
+  }
+  return t;
+}
+
+static const char *const names[] = {
+    "model.embed_tokens.weight",          "model.layers.0.attn.weight",
+    "model.layers.0.input_layernorm.weight", "model.layers.1.attn.weight",
+    "model.layers.1.input_layernorm.weight", "model.norm.weight",
+    "lm_head.weight"};
+static const int64_t dims[][2] = {{32, 8}, {8, 8}, {8, 0}, {8, 8}, {8, 0}, {8, 0}, {32, 8}};
+
+START_TEST(test_dtype_names)
+{
+  dbuf_dtype_t d;
+  ck_assert_int_eq(dbuf_dtype_parse("bf16", &d), 0);
+  ck_assert_int_eq(d, DBUF_DTYPE_BF16);
+  ck_assert_int_eq(dbuf_dtype_parse("F32", &d), 0);
+  ck_assert_int_eq(d, DBUF_DTYPE_F32);
+  ck_assert_int_eq(dbuf_dtype_parse("fp8", &d), 0);
+  ck_assert_int_eq(d, DBUF_DTYPE_F8_E4M3);
+  ck_assert_int_eq(dbuf_dtype_parse("float", &d), 0);
+  ck_assert_int_eq(d, DBUF_DTYPE_F32);
+  ck_assert_int_eq(dbuf_dtype_parse("bf17", &d), DBUF_ENOTFOUND);
+  ck_assert_int_eq(dbuf_dtype_size(DBUF_DTYPE_F64), 8);
+  ck_assert_int_eq(dbuf_dtype_size(DBUF_DTYPE_F4), 0);
+  ck_assert_int_eq(dbuf_dtype_bits(DBUF_DTYPE_F6_E2M3), 6);
+  ck_assert_str_eq(dbuf_dtype_st_name(DBUF_DTYPE_BF16), "BF16");
+  ck_assert_str_eq(dbuf_dtype_name(DBUF_DTYPE_F16), "fp16");
+  ck_assert(dbuf_dtype_is_float(DBUF_DTYPE_BF16));
+  ck_assert(!dbuf_dtype_is_float(DBUF_DTYPE_I32));
+  /* The fixed numbers the wire and JSON carry. */
+  ck_assert_int_eq(DBUF_DTYPE_BF16, 13);
+  ck_assert_int_eq(DBUF_DTYPE_F32, 16);
+  /* Every name parses back to its type. */
+  for (int i = 1; i < DBUF_DTYPE_COUNT; i++) {
+    ck_assert_int_eq(dbuf_dtype_parse(dbuf_dtype_name((dbuf_dtype_t)i), &d), 0);
+    ck_assert_int_eq(d, i);
+    ck_assert_int_eq(dbuf_dtype_parse(dbuf_dtype_st_name((dbuf_dtype_t)i), &d), 0);
+    ck_assert_int_eq(d, i);
+  }
+}
+END_TEST
+
+START_TEST(test_units_layer)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_units_t *u;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_units_count(u), 3);
+  ck_assert_str_eq(dbuf_units_name(u, 0), "root");
+  ck_assert_str_eq(dbuf_units_name(u, 1), "model.layers.0");
+  ck_assert_str_eq(dbuf_units_name(u, 2), "model.layers.1");
+  const int64_t want[] = {0, 1, 1, 2, 2, 0, 0};
+  for (int i = 0; i < 7; i++)
+    ck_assert_int_eq(dbuf_units_of(u, i), want[i]);
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+
+  /* The other spellings, and words that only look like one. */
+  static const char *const n2[] = {"transformer.h.11.mlp.weight", "blocks.2.w", "x.layer.7",
+                                   "layers.x.w", "myh.3.w", "h.3a.w"};
+  static const int64_t d2[][2] = {{2, 0}, {2, 0}, {2, 0}, {2, 0}, {2, 0}, {2, 0}};
+  t = mk(n2, d2, NULL, 6);
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 0)), "transformer.h.11");
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 1)), "blocks.2");
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 2)), "x.layer.7");
+  for (int i = 3; i < 6; i++)
+    ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, i)), "root");
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* A units file with text; the reader's code and message. */
+static int
+read_units(const dbuf_tensors_t *t, const char *path, const char *text, dbuf_units_t **u,
+           dbuf_diag_t *d)
+{
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return dbuf_units_read(t, path, u, d);
+}
+
+START_TEST(test_units_regex_and_file)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_units_t *u;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_units_regex(t, "layers\\.([0-9]+)\\.", &u, NULL), 0);
+  ck_assert_int_eq(dbuf_units_count(u), 3);
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 1)), "0");
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 4)), "1");
+  ck_assert_str_eq(dbuf_units_name(u, dbuf_units_of(u, 6)), "root");
+  dbuf_units_destroy(u);
+  ck_assert_int_eq(dbuf_units_regex(t, "layers", &u, &d), DBUF_EINVAL);
+  ck_assert_ptr_nonnull(strstr(d.msg, "no capture group"));
+  ck_assert_int_eq(dbuf_units_regex(t, "(", &u, &d), DBUF_EINVAL);
+
+  char path[] = "/tmp/check_plan_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  /* File order differs from model order: unit ids follow the model. */
+  fprintf(f, "# units\nlm_head.weight  out\nmodel.layers.0.attn.weight l0\n"
+             "model.layers.0.input_layernorm.weight l0\nmodel.layers.1.attn.weight l1\n"
+             "model.layers.1.input_layernorm.weight l1\nmodel.norm.weight out\n"
+             "model.embed_tokens.weight in\n");
+  fclose(f);
+  ck_assert_int_eq(dbuf_units_read(t, path, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_units_count(u), 4);
+  ck_assert_str_eq(dbuf_units_name(u, 0), "in");
+  ck_assert_str_eq(dbuf_units_name(u, 1), "l0");
+  ck_assert_str_eq(dbuf_units_name(u, 3), "out");
+  dbuf_units_destroy(u);
+
+  ck_assert_int_eq(read_units(t, path, "lm_head.weight out\nmodel.nothing x\n", &u, &d),
+                   DBUF_ENOTFOUND);
+  ck_assert_ptr_nonnull(strstr(d.msg, ":2: tensor model.nothing is not a tensor of the model"));
+  ck_assert_int_eq(read_units(t, path, "lm_head.weight out\n", &u, &d), DBUF_ENOTFOUND);
+  ck_assert_ptr_nonnull(strstr(d.msg, "tensor model.embed_tokens.weight has no unit"));
+  ck_assert_int_eq(read_units(t, path, "lm_head.weight out\nlm_head.weight in\n", &u, &d),
+                   DBUF_EDUP);
+  ck_assert_ptr_nonnull(strstr(d.msg, ":2: tensor lm_head.weight is already given a unit on line 1"));
+  ck_assert_int_eq(read_units(t, path, "lm_head.weight\n", &u, &d), DBUF_EPARSE);
+  ck_assert_ptr_nonnull(strstr(d.msg, ":1: expected 'TENSOR UNIT'"));
+  unlink(path);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* Layout of exactly the listed tensors, built directly. */
+static dbuf_layout_t *
+direct(const dbuf_tensors_t *t, const int *ids, int n, const dbuf_layout_params_t *p)
+{
+  dbuf_tensors_t *s;
+  dbuf_layout_t *l;
+  ck_assert_int_eq(dbuf_tensors_create(&s), 0);
+  for (int i = 0; i < n; i++)
+    ck_assert_int_eq(dbuf_tensors_add(s, dbuf_tensors_name(t, ids[i]),
+                                      dbuf_tensors_ndim(t, ids[i]),
+                                      dbuf_tensors_dims(t, ids[i]), NULL),
+                     0);
+  ck_assert_int_eq(dbuf_layout_build(s, p, &l, NULL), 0);
+  dbuf_tensors_destroy(s);
+  return l;
+}
+
+static void
+same_layout(const dbuf_layout_t *a, const dbuf_layout_t *b)
+{
+  uint64_t da, db;
+  ck_assert_int_eq(dbuf_wire_digest(a, &da, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(b, &db, NULL), 0);
+  ck_assert_uint_eq(da, db);
+}
+
+START_TEST(test_plan_layer_dtypes)
+{
+  /* Norms in fp32, the rest without a dtype (the default bf16). */
+  const dbuf_dtype_t dt[] = {0, 0, DBUF_DTYPE_F32, 0, DBUF_DTYPE_F32, DBUF_DTYPE_F32, 0};
+  dbuf_tensors_t *t = mk(names, dims, dt, 7);
+  dbuf_units_t *u;
+  dbuf_plan_t *p;
+  dbuf_layout_params_t lp;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 4;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  /* root: bf16 {0, 6}, fp32 {5}; layers.0: bf16 {1}, fp32 {2}; layers.1 likewise. */
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 6);
+  ck_assert_int_eq(dbuf_plan_nranks(p), 4);
+  static const char *const units[] = {"root", "root", "model.layers.0", "model.layers.0",
+                                      "model.layers.1", "model.layers.1"};
+  static const dbuf_dtype_t types[] = {DBUF_DTYPE_BF16, DBUF_DTYPE_F32, DBUF_DTYPE_BF16,
+                                       DBUF_DTYPE_F32, DBUF_DTYPE_BF16, DBUF_DTYPE_F32};
+  static const int members[6][2] = {{0, 6}, {5, -1}, {1, -1}, {2, -1}, {3, -1}, {4, -1}};
+  int64_t logical = 0, bytes = 0, rank_bytes[4] = {0};
+  for (int b = 0; b < 6; b++) {
+    dbuf_plan_buffer_t pb;
+    ck_assert_int_eq(dbuf_plan_buffer(p, b, &pb), 0);
+    ck_assert_str_eq(pb.unit, units[b]);
+    ck_assert_int_eq(pb.dtype, types[b]);
+    ck_assert_int_eq(pb.elem_size, types[b] == DBUF_DTYPE_F32 ? 4 : 2);
+    int n = members[b][1] < 0 ? 1 : 2;
+    ck_assert_int_eq(dbuf_layout_ntensors(pb.layout), n);
+    for (int i = 0; i < n; i++)
+      ck_assert_int_eq(pb.model_ids[i], members[b][i]);
+    dbuf_layout_t *l = direct(t, members[b], n, &lp);
+    same_layout(pb.layout, l);
+    dbuf_layout_destroy(l);
+    for (int i = 0; i < n; i++)
+      logical += dbuf_tensors_numel(t, members[b][i]);
+    bytes += dbuf_layout_size(pb.layout) * pb.elem_size;
+    for (int r = 0; r < 4; r++) {
+      int64_t s, e;
+      dbuf_layout_rank_range(pb.layout, r, &s, &e);
+      rank_bytes[r] += (e - s) * pb.elem_size;
+    }
+  }
+  dbuf_plan_totals_t tot;
+  ck_assert_int_eq(dbuf_plan_totals(p, &tot), 0);
+  ck_assert_int_eq(tot.buffers, 6);
+  ck_assert_int_eq(tot.tensors, 7);
+  ck_assert_int_eq(tot.logical_elems, logical);
+  ck_assert_int_eq(tot.logical_elems, 32 * 8 * 2 + 64 * 2 + 8 * 3);
+  ck_assert_int_eq(tot.buffer_bytes, bytes);
+  int64_t mx = 0, mn = INT64_MAX;
+  for (int r = 0; r < 4; r++) {
+    int64_t rb;
+    ck_assert_int_eq(dbuf_plan_rank_bytes(p, r, &rb), 0);
+    ck_assert_int_eq(rb, rank_bytes[r]);
+    mx = rb > mx ? rb : mx;
+    mn = rb < mn ? rb : mn;
+  }
+  ck_assert_int_eq(tot.max_rank_bytes, mx);
+  ck_assert_int_eq(tot.min_rank_bytes, mn);
+  dbuf_plan_destroy(p);
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_plan_one_buffer_is_the_layout)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_plan_t *p;
+  dbuf_layout_params_t lp;
+  dbuf_layout_t *l;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 3;
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 1);
+  dbuf_plan_buffer_t pb;
+  ck_assert_int_eq(dbuf_plan_buffer(p, 0, &pb), 0);
+  ck_assert_str_eq(pb.unit, "all");
+  ck_assert_int_eq(pb.dtype, DBUF_DTYPE_BF16);
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  same_layout(pb.layout, l);
+  dbuf_layout_destroy(l);
+  dbuf_plan_destroy(p);
+
+  /* Owners by model id go to each buffer's tensors. */
+  dbuf_units_t *u;
+  const int owners[] = {0, 1, 2, 0, 1, 2, 0};
+  lp.kind = DBUF_LAYOUT_TENSOR;
+  lp.owners = owners;
+  lp.nowners = 7;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 3);
+  for (int b = 0; b < 3; b++) {
+    ck_assert_int_eq(dbuf_plan_buffer(p, b, &pb), 0);
+    for (int64_t i = 0; i < dbuf_layout_ntensors(pb.layout); i++)
+      ck_assert_int_eq(dbuf_layout_owners(pb.layout)[i], owners[pb.model_ids[i]]);
+  }
+  dbuf_plan_destroy(p);
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_plan_errors_and_assembly)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_plan_t *p;
+  dbuf_layout_params_t lp;
+  dbuf_diag_t d;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 2;
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_F4, &lp, &p, &d), DBUF_EINVAL);
+  lp.block_size = 3; /* 8 rows are not a multiple of 3 */
+  dbuf_units_t *u;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, &d), DBUF_EBLOCK);
+  ck_assert_ptr_nonnull(strstr(d.msg, "buffer root/bf16: "));
+  dbuf_units_destroy(u);
+  lp.block_size = 1;
+
+  dbuf_layout_t *a, *b;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &a, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_BF16, a, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_BF16, b, NULL, &d), DBUF_EDUP);
+  lp.nranks = 3;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "v", DBUF_DTYPE_BF16, b, NULL, &d), DBUF_ENRANKS);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 1);
+  dbuf_plan_buffer_t pb;
+  ck_assert_int_eq(dbuf_plan_buffer(p, 1, &pb), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_plan_buffer(p, 0, &pb), 0);
+  ck_assert_ptr_null(pb.model_ids);
+  dbuf_plan_destroy(p);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+START_TEST(test_shapes_dtype_column)
+{
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  const char text[] = "a 4x4 fp32\nb 4 # no dtype\nc 2x2 BF16\n";
+  ck_assert_int_eq(dbuf_shapes_parse("x", text, sizeof text - 1, &t, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_dtype(t, 0), DBUF_DTYPE_F32);
+  ck_assert_int_eq(dbuf_tensors_dtype(t, 1), DBUF_DTYPE_NONE);
+  ck_assert_int_eq(dbuf_tensors_dtype(t, 2), DBUF_DTYPE_BF16);
+  dbuf_tensors_t *c;
+  ck_assert_int_eq(dbuf_tensors_dup(t, &c), 0);
+  ck_assert_int_eq(dbuf_tensors_dtype(c, 0), DBUF_DTYPE_F32);
+  dbuf_tensors_destroy(c);
+  dbuf_tensors_destroy(t);
+  const char json[] = "[{\"name\": \"a\", \"shape\": [2], \"dtype\": \"F16\"}]";
+  ck_assert_int_eq(dbuf_shapes_parse("x", json, sizeof json - 1, &t, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_dtype(t, 0), DBUF_DTYPE_F16);
+  dbuf_tensors_destroy(t);
+  const char bad[] = "a 4 fp4\n";
+  ck_assert_int_eq(dbuf_shapes_parse("x", bad, sizeof bad - 1, &t, &d), DBUF_EPARSE);
+  ck_assert_ptr_nonnull(strstr(d.msg, "x:1: tensor a: unknown dtype 'fp4'"));
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("plan");
+  TCase *tc = tcase_create("plan");
+  tcase_add_test(tc, test_dtype_names);
+  tcase_add_test(tc, test_units_layer);
+  tcase_add_test(tc, test_units_regex_and_file);
+  tcase_add_test(tc, test_plan_layer_dtypes);
+  tcase_add_test(tc, test_plan_one_buffer_is_the_layout);
+  tcase_add_test(tc, test_plan_errors_and_assembly);
+  tcase_add_test(tc, test_shapes_dtype_column);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
