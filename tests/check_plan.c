@@ -190,7 +190,7 @@ START_TEST(test_plan_layer_dtypes)
   dbuf_layout_params_init(&lp);
   lp.nranks = 4;
   ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
-  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
   /* root: bf16 {0, 6}, fp32 {5}; layers.0: bf16 {1}, fp32 {2}; layers.1 likewise. */
   ck_assert_int_eq(dbuf_plan_nbuffers(p), 6);
   ck_assert_int_eq(dbuf_plan_nranks(p), 4);
@@ -253,7 +253,7 @@ START_TEST(test_plan_one_buffer_is_the_layout)
   dbuf_layout_t *l;
   dbuf_layout_params_init(&lp);
   lp.nranks = 3;
-  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
   ck_assert_int_eq(dbuf_plan_nbuffers(p), 1);
   dbuf_plan_buffer_t pb;
   ck_assert_int_eq(dbuf_plan_buffer(p, 0, &pb), 0);
@@ -271,7 +271,7 @@ START_TEST(test_plan_one_buffer_is_the_layout)
   lp.owners = owners;
   lp.nowners = 7;
   ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
-  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
   ck_assert_int_eq(dbuf_plan_nbuffers(p), 3);
   for (int b = 0; b < 3; b++) {
     ck_assert_int_eq(dbuf_plan_buffer(p, b, &pb), 0);
@@ -292,11 +292,11 @@ START_TEST(test_plan_errors_and_assembly)
   dbuf_diag_t d;
   dbuf_layout_params_init(&lp);
   lp.nranks = 2;
-  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_F4, &lp, &p, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_F4, &lp, 0, &p, &d), DBUF_EINVAL);
   lp.block_size = 3; /* 8 rows are not a multiple of 3 */
   dbuf_units_t *u;
   ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
-  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, &p, &d), DBUF_EBLOCK);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, &d), DBUF_EBLOCK);
   ck_assert_ptr_nonnull(strstr(d.msg, "buffer root/bf16: "));
   dbuf_units_destroy(u);
   lp.block_size = 1;

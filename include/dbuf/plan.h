@@ -128,14 +128,17 @@ typedef struct dbuf_plan_buffer {
  * \param[in] dtype   the dtype of tensors without one; must have a byte size
  * \param[in] params  as for dbuf_layout_build(); owners (TENSOR kind), when
  *                    given, are indexed by model tensor id (nowners = count)
+ * \param[in] align_bytes  0: params->align_elems as given; N > 0: each
+ *                    buffer's align_elems is N / gcd(N, its element size), so
+ *                    every tensor start is a multiple of N bytes (COMPACT)
  * \return 0, or DBUF_EINVAL (NULL, a dtype without a byte size, units of
  *   another tensor count), the errors of dbuf_layout_build() (diag prefixed
  *   with "buffer UNIT/DTYPE: " when there is more than one buffer),
- *   DBUF_EOVERFLOW, DBUF_ENOMEM
+ *   DBUF_EOVERFLOW, DBUF_ENOMEM; align_bytes < 0 is DBUF_EINVAL
  */
 DBUF_EXPORT int dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units,
                                 dbuf_dtype_t dtype, const dbuf_layout_params_t *params,
-                                dbuf_plan_t **out, dbuf_diag_t *diag);
+                                int64_t align_bytes, dbuf_plan_t **out, dbuf_diag_t *diag);
 
 /**
  * \brief An empty plan to assemble buffer by buffer (a decoder's use).

@@ -5,6 +5,7 @@
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
 #include "dbuf/parallel.h"
+#include "dbuf/plan.h"
 #include "dbuf/report.h"
 #include "dbuf/tensors.h"
 
@@ -89,8 +90,13 @@ typedef struct cli_plan_opts {
   const char *owners;       /* --owners FILE|auto */
   int dp_set;               /* --dp given */
   int64_t ranks_per_node;   /* --ranks-per-node K (0 = not given) */
-  const char *dtype;        /* --dtype NAME */
+  const char *dtype;        /* --dtype NAME: the default dtype's short name */
+  dbuf_dtype_t dtype_code;  /* the default dtype (bf16 unless --dtype) */
   int64_t elem_size;        /* bytes per element of dtype */
+  int dtype_set;            /* --dtype given: it forces every tensor's dtype */
+  const char **dtype_map;   /* --dtype-map PATTERN=DTYPE, in the order given */
+  int ndtype_map;
+  const char *units;        /* --units none|layer|re:REGEX|FILE; NULL: none */
   int64_t align_bytes;      /* --align-bytes N (0 = none) */
   dbuf_layout_params_t params;
   dbuf_parallel_t par;      /* --tp, --pp, --ep, --expert-tp, --vocab-divisor,
@@ -121,6 +127,8 @@ enum {
   CLI_OPT_VOCAB_DIVISOR,
   CLI_OPT_NAMING,
   CLI_OPT_NODE_SIZE,
+  CLI_OPT_UNITS,
+  CLI_OPT_DTYPE_MAP,
   CLI_OPT_FIRST_FREE /* subcommands number their own options from here */
 };
 
@@ -148,6 +156,8 @@ enum {
       {"block-size", required_argument, NULL, CLI_OPT_BLOCK},                  \
       {"owners", required_argument, NULL, CLI_OPT_OWNERS},                     \
       {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                       \
+      {"dtype-map", required_argument, NULL, CLI_OPT_DTYPE_MAP},               \
+      {"units", required_argument, NULL, CLI_OPT_UNITS},                       \
       {"align-bytes", required_argument, NULL, CLI_OPT_ALIGN},                 \
       {"ranks-per-node", required_argument, NULL, CLI_OPT_RPN},                \
       CLI_PARALLEL_LONGOPTS,                                                   \
@@ -179,7 +189,10 @@ int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
 /*
  * Read the tensors named by the options (default: the built-in default
  * model; with the parallel options, its stage o->stage, or the largest
- * stage when -1) and build the layout.  digest (may be NULL) hashes the input bytes.
+ * stage when -1), set their dtypes (a --dtype-map rule that matches the
+ * name, else --dtype when given, else the file's own: safetensors header,
+ * shapes column; else none, which planning turns into --dtype's default),
+ * and build the layout.  digest (may be NULL) hashes the input bytes.
  * Both return 0 or a DBUF_E* code with the error printed as
  * "dbuf-shard: FILE:LINE: ..." (map it with cli_exit_code).
  */
@@ -190,6 +203,15 @@ int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
 int64_t cli_plan_stages(const cli_plan_opts_t *o);
 int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                      const char *what, dbuf_layout_t **out);
+
+/*
+ * The plan of the options: units from --units, one buffer per unit and
+ * dtype (the tensors' dtypes as cli_load_tensors() left them; tensors
+ * without one get --dtype), each built like cli_build_layout().  Returns 0
+ * or a DBUF_E* code with the error printed.
+ */
+int cli_build_plan(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char *what,
+                   dbuf_plan_t **out);
 
 /* The warnings of a valid layout that is probably not what was meant (dp
  * above the rows, padding above 10%): one stderr line each.  Called for the

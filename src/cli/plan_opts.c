@@ -29,8 +29,17 @@ const char cli_plan_help[] =
     "                         tensor layout: owner rank a line, or planned by\n"
     "                         LPT: auto balances elements, auto-ns the\n"
     "                         Newton-Schulz cost numel x min(rows, cols)\n"
-    "  --dtype T              element type for byte figures: bf16 (default),\n"
-    "                         fp16, fp32, fp64, fp8, int8, int32, int64\n"
+    "  --dtype T              element type of every tensor: bf16, fp16, fp32,\n"
+    "                         fp64, fp8 ... (default: the checkpoint's or shapes\n"
+    "                         file's own, else bf16)\n"
+    "  --dtype-map PATTERN=T  tensors whose name contains PATTERN are of type T\n"
+    "                         (repeatable; the first matching rule wins, over\n"
+    "                         --dtype and the file's own)\n"
+    "  --units U              one buffer per FSDP unit and dtype: none (default:\n"
+    "                         one unit), layer (one per layers.N/h.N/blocks.N\n"
+    "                         prefix, the rest in 'root'), re:REGEX (the first\n"
+    "                         capture group names the unit), or a file of\n"
+    "                         'TENSOR UNIT' lines\n"
     "  --align-bytes N        report byte figures aligned to N bytes; compact:\n"
     "                         every tensor also starts at a multiple of N bytes\n"
     "  --node-size K          padded, compact, unpadded: keep every tensor that\n"
@@ -69,22 +78,13 @@ cli_check_dp(const char *what, int64_t dp)
   return CLI_EXIT_USAGE;
 }
 
-/* CLI dtype names onto the safetensors dtype table of the core. */
-static const struct {
-  const char *cli, *st;
-} dtypes[] = {
-    {"bf16", "BF16"}, {"fp16", "F16"},     {"f16", "F16"},   {"fp32", "F32"},
-    {"f32", "F32"},   {"fp64", "F64"},     {"f64", "F64"},   {"fp8", "F8_E4M3"},
-    {"fp8-e4m3", "F8_E4M3"}, {"fp8-e5m2", "F8_E5M2"}, {"int8", "I8"},
-    {"uint8", "U8"},  {"int16", "I16"},    {"int32", "I32"}, {"int64", "I64"},
-};
-
 void
 cli_plan_opts_init(cli_plan_opts_t *o)
 {
   memset(o, 0, sizeof *o);
   dbuf_layout_params_init(&o->params);
   o->dtype = "bf16";
+  o->dtype_code = DBUF_DTYPE_BF16;
   o->elem_size = 2;
   dbuf_parallel_init(&o->par);
   o->stage = -1;
@@ -125,6 +125,29 @@ cli_plan_opts_free(cli_plan_opts_t *o)
 {
   free(o->safetensors);
   o->safetensors = NULL;
+  free(o->dtype_map);
+  o->dtype_map = NULL;
+}
+
+/* --dtype-map PATTERN=DTYPE: a non-empty pattern and a byte-sized type. */
+static int
+dtype_map_opt(cli_plan_opts_t *o, const char *arg)
+{
+  const char *eq = strrchr(arg, '=');
+  dbuf_dtype_t d;
+  if (eq == NULL || eq == arg || dbuf_dtype_parse(eq + 1, &d) != 0 || dbuf_dtype_size(d) == 0) {
+    cli_err("--dtype-map: '%s' is not PATTERN=DTYPE (a part of tensor names, then one of %s)",
+            arg, dbuf_dtype_list());
+    return CLI_OPT_BAD;
+  }
+  const char **nv = realloc(o->dtype_map, (size_t)(o->ndtype_map + 1) * sizeof *nv);
+  if (nv == NULL) {
+    cli_err("out of memory");
+    return CLI_OPT_BAD;
+  }
+  o->dtype_map = nv;
+  o->dtype_map[o->ndtype_map++] = arg;
+  return 1;
 }
 
 /* The model-parallel options; 0 if c is none of them. */
@@ -219,18 +242,23 @@ cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv, int argc)
   case CLI_OPT_OWNERS:
     o->owners = arg;
     return 1;
-  case CLI_OPT_DTYPE:
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-      if (strcmp(arg, dtypes[i].cli) == 0 &&
-          dbuf_st_dtype_size(dtypes[i].st, &o->elem_size) == 0) {
-        o->dtype = dtypes[i].cli;
-        return 1;
-      }
+  case CLI_OPT_DTYPE: {
+    dbuf_dtype_t d;
+    if (dbuf_dtype_parse(arg, &d) != 0 || dbuf_dtype_size(d) == 0) {
+      cli_err("--dtype: unknown type '%s' (%s)", arg, dbuf_dtype_list());
+      return CLI_OPT_BAD;
     }
-    cli_err("--dtype: unknown type '%s' (bf16, fp16, fp32, fp64, fp8, "
-            "fp8-e5m2, int8, uint8, int16, int32, int64)",
-            arg);
-    return CLI_OPT_BAD;
+    o->dtype_code = d;
+    o->dtype = dbuf_dtype_name(d);
+    o->elem_size = dbuf_dtype_size(d);
+    o->dtype_set = 1;
+    return 1;
+  }
+  case CLI_OPT_DTYPE_MAP:
+    return dtype_map_opt(o, arg);
+  case CLI_OPT_UNITS:
+    o->units = arg;
+    return 1;
   case CLI_OPT_ALIGN:
     if (cli_parse_i64("align-bytes", arg, 1, INT64_MAX, &v) != 0)
       return CLI_OPT_BAD;
@@ -354,9 +382,9 @@ check_model(const char *name)
   return CLI_EXIT_USAGE;
 }
 
-int
-cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
-                 uint64_t *digest, char *what, size_t what_len)
+static int
+load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out, uint64_t *digest, char *what,
+             size_t what_len)
 {
   dbuf_diag_t d;
   int sources = (o->shapes != NULL) + (o->model != NULL) + (o->nsafetensors > 0);
@@ -433,6 +461,55 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
   return 0;
 }
 
+/* The dtype rules: a --dtype-map rule whose pattern is part of the name
+ * (the first in the order given), else --dtype when given, else the
+ * tensor's own.  A rule that matches no tensor is warned about. */
+static int
+apply_dtypes(const cli_plan_opts_t *o, dbuf_tensors_t *t)
+{
+  int64_t n = dbuf_tensors_count(t);
+  char *hit = o->ndtype_map > 0 ? calloc((size_t)o->ndtype_map, 1) : NULL;
+  if (o->ndtype_map > 0 && hit == NULL) {
+    cli_err("--dtype-map: out of memory");
+    return DBUF_ENOMEM;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const char *name = dbuf_tensors_name(t, i);
+    dbuf_dtype_t d = o->dtype_set ? o->dtype_code : dbuf_tensors_dtype(t, i);
+    for (int k = 0; k < o->ndtype_map; k++) {
+      const char *rule = o->dtype_map[k], *eq = strrchr(rule, '=');
+      size_t plen = (size_t)(eq - rule);
+      const char *at = name;
+      while ((at = strchr(at, rule[0])) != NULL && strncmp(at, rule, plen) != 0)
+        at++;
+      if (at != NULL) {
+        dbuf_dtype_parse(eq + 1, &d); /* checked when the option was read */
+        hit[k] = 1;
+        break;
+      }
+    }
+    dbuf_tensors_set_dtype(t, i, d);
+  }
+  for (int k = 0; k < o->ndtype_map; k++) {
+    if (!hit[k])
+      cli_err("warning: --dtype-map %s matches no tensor", o->dtype_map[k]);
+  }
+  free(hit);
+  return 0;
+}
+
+int
+cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out, uint64_t *digest, char *what,
+                 size_t what_len)
+{
+  int rc = load_tensors(o, out, digest, what, what_len);
+  if (rc == 0 && (rc = apply_dtypes(o, *out)) != 0) {
+    dbuf_tensors_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
 /* Padding above this share of the buffer is worth a warning. */
 #define WARN_PADDING_PERCENT 10
 
@@ -469,77 +546,146 @@ cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *wha
   }
 }
 
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+  while (b != 0) {
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/*
+ * The layout parameters of the options for tensors t: the kind's checks,
+ * --owners (a file's owners in *owners, malloc'd, indexed by tensor id).
+ * 0 or a DBUF_E* code, printed.
+ */
+static int
+layout_params(const cli_plan_opts_t *o, const dbuf_tensors_t *t, dbuf_layout_params_t *p,
+              int **owners)
+{
+  dbuf_diag_t d;
+  int64_t *vals = NULL, n = 0;
+  *p = o->params;
+  *owners = NULL;
+  if (o->owners != NULL && p->kind != DBUF_LAYOUT_TENSOR) {
+    cli_err("--owners applies to --layout tensor only");
+    return DBUF_EINVAL;
+  }
+  if (p->node_size > 0 && p->kind == DBUF_LAYOUT_TENSOR) {
+    cli_err("--node-size applies to --layout padded, compact and unpadded");
+    return DBUF_EINVAL;
+  }
+  if (p->kind != DBUF_LAYOUT_TENSOR)
+    return 0;
+  if (o->owners == NULL || strcmp(o->owners, "auto") == 0) {
+    p->auto_owners = DBUF_OWNERS_NUMEL;
+    return 0;
+  }
+  if (strcmp(o->owners, "auto-ns") == 0) {
+    p->auto_owners = DBUF_OWNERS_NS;
+    return 0;
+  }
+  if (dbuf_ints_read(o->owners, &vals, &n, &d) != 0) {
+    cli_err("%s", d.msg);
+    return d.code;
+  }
+  int *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+  if (w == NULL) {
+    free(vals);
+    cli_err("%s: out of memory", o->owners);
+    return DBUF_ENOMEM;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (vals[i] < 0 || vals[i] >= p->nranks) {
+      cli_err("%s:%lld: owner %lld of tensor %s out of range [0, %d)", o->owners,
+              (long long)i + 1, (long long)vals[i],
+              i < dbuf_tensors_count(t) ? dbuf_tensors_name(t, i) : "(none)", p->nranks);
+      free(vals);
+      free(w);
+      return DBUF_EOWNER;
+    }
+    w[i] = (int)vals[i];
+  }
+  free(vals);
+  p->owners = w;
+  p->nowners = n;
+  *owners = w;
+  return 0;
+}
+
+/* A build error of the layout or plan: the owners file's own, or the input's. */
+static int
+build_error(const cli_plan_opts_t *o, const dbuf_layout_params_t *p, const char *what, int rc,
+            const dbuf_diag_t *d)
+{
+  if (rc == DBUF_EOWNER && o->owners != NULL && p->auto_owners == 0)
+    cli_err("%s: %s", o->owners, d->msg);
+  else
+    cli_err("%s: %s", what, d->msg);
+  return rc;
+}
+
 int
 cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
                  const char *what, dbuf_layout_t **out)
 {
-  dbuf_layout_params_t p = o->params;
+  dbuf_layout_params_t p;
   dbuf_diag_t d;
-  int64_t *vals = NULL, n = 0;
   int *owners = NULL;
-  int rc;
-
-  if (o->owners != NULL && p.kind != DBUF_LAYOUT_TENSOR) {
-    cli_err("--owners applies to --layout tensor only");
-    return DBUF_EINVAL;
-  }
-  if (p.node_size > 0 && p.kind == DBUF_LAYOUT_TENSOR) {
-    cli_err("--node-size applies to --layout padded, compact and unpadded");
-    return DBUF_EINVAL;
-  }
-  if (p.kind == DBUF_LAYOUT_COMPACT && o->align_bytes > 0) {
+  int rc = layout_params(o, t, &p, &owners);
+  if (rc != 0)
+    return rc;
+  if (p.kind == DBUF_LAYOUT_COMPACT && o->align_bytes > 0)
     /* N bytes of elem_size-byte elements: offsets multiple of N / gcd. */
-    int64_t a = o->align_bytes, b = o->elem_size;
-    while (b != 0) {
-      int64_t r = a % b;
-      a = b;
-      b = r;
-    }
-    p.align_elems = o->align_bytes / a;
-  }
-  if (p.kind == DBUF_LAYOUT_TENSOR) {
-    if (o->owners == NULL || strcmp(o->owners, "auto") == 0) {
-      p.auto_owners = DBUF_OWNERS_NUMEL;
-    } else if (strcmp(o->owners, "auto-ns") == 0) {
-      p.auto_owners = DBUF_OWNERS_NS;
-    } else {
-      if (dbuf_ints_read(o->owners, &vals, &n, &d) != 0) {
-        cli_err("%s", d.msg);
-        return d.code;
-      }
-      owners = malloc((size_t)(n ? n : 1) * sizeof *owners);
-      if (owners == NULL) {
-        free(vals);
-        cli_err("%s: out of memory", o->owners);
-        return DBUF_ENOMEM;
-      }
-      for (int64_t i = 0; i < n; i++) {
-        if (vals[i] < 0 || vals[i] >= p.nranks) {
-          cli_err("%s:%lld: owner %lld of tensor %s out of range [0, %d)",
-                  o->owners, (long long)i + 1, (long long)vals[i],
-                  i < dbuf_tensors_count(t) ? dbuf_tensors_name(t, i) : "(none)",
-                  p.nranks);
-          free(vals);
-          free(owners);
-          return DBUF_EOWNER;
-        }
-        owners[i] = (int)vals[i];
-      }
-      free(vals);
-      p.owners = owners;
-      p.nowners = n;
-    }
-  }
+    p.align_elems = o->align_bytes / gcd64(o->align_bytes, o->elem_size);
   rc = dbuf_layout_build(t, &p, out, &d);
   free(owners);
-  if (rc != 0) {
-    if (rc == DBUF_EOWNER && o->owners != NULL && p.auto_owners == 0)
-      cli_err("%s: %s", o->owners, d.msg);
-    else
-      cli_err("%s: %s", what, d.msg);
-    return rc;
+  return rc != 0 ? build_error(o, &p, what, rc, &d) : 0;
+}
+
+/* --units as units of t: none, layer, re:REGEX or a file. */
+static int
+load_units(const cli_plan_opts_t *o, const dbuf_tensors_t *t, dbuf_units_t **u)
+{
+  dbuf_diag_t d;
+  const char *spec = o->units ? o->units : "none";
+  int rc;
+  if (strcmp(spec, "none") == 0)
+    rc = dbuf_units_none(t, u, &d);
+  else if (strcmp(spec, "layer") == 0)
+    rc = dbuf_units_layer(t, u, &d);
+  else if (strncmp(spec, "re:", 3) == 0)
+    rc = dbuf_units_regex(t, spec + 3, u, &d);
+  else
+    rc = dbuf_units_read(t, spec, u, &d);
+  if (rc != 0)
+    cli_err("--units: %s", d.msg);
+  return rc;
+}
+
+int
+cli_build_plan(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char *what,
+               dbuf_plan_t **out)
+{
+  dbuf_layout_params_t p;
+  dbuf_units_t *u = NULL;
+  dbuf_diag_t d;
+  int *owners = NULL;
+  int rc = layout_params(o, t, &p, &owners);
+  if (rc == 0)
+    rc = load_units(o, t, &u);
+  if (rc == 0) {
+    int64_t align = p.kind == DBUF_LAYOUT_COMPACT ? o->align_bytes : 0;
+    rc = dbuf_plan_build(t, u, o->dtype_code, &p, align, out, &d);
+    if (rc != 0)
+      build_error(o, &p, what, rc, &d);
   }
-  return 0;
+  dbuf_units_destroy(u);
+  free(owners);
+  return rc;
 }
 
 void

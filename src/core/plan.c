@@ -228,10 +228,12 @@ sub_tensors(const dbuf_tensors_t *t, const int64_t *ids, int64_t n, dbuf_dtype_t
  * share of the owners. */
 static int
 build_group(const dbuf_tensors_t *t, const group_t *g, const int64_t *ids,
-            const dbuf_layout_params_t *params, int whole, dbuf_layout_t **out,
-            dbuf_diag_t *diag)
+            const dbuf_layout_params_t *params, int64_t align_bytes, int whole,
+            dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   dbuf_layout_params_t p = *params;
+  if (align_bytes > 0)
+    p.align_elems = align_bytes / dbuf__gcd(align_bytes, dbuf_dtype_size(g->dtype));
   dbuf_tensors_t *s = NULL;
   int *owners = NULL, rc;
   /* The one buffer of a plan holds the model in order: no copy. */
@@ -260,13 +262,14 @@ build_group(const dbuf_tensors_t *t, const group_t *g, const int64_t *ids,
 
 int
 dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t dtype,
-                const dbuf_layout_params_t *params, dbuf_plan_t **out, dbuf_diag_t *diag)
+                const dbuf_layout_params_t *params, int64_t align_bytes, dbuf_plan_t **out,
+                dbuf_diag_t *diag)
 {
   group_t *g = NULL;
   int64_t ng = 0, *ids = NULL;
   dbuf_plan_t *p = NULL;
-  if (t == NULL || params == NULL || out == NULL)
-    return dbuf__diag(diag, DBUF_EINVAL, "plan: NULL argument");
+  if (t == NULL || params == NULL || out == NULL || align_bytes < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "plan: NULL argument or negative alignment");
   if (dbuf_dtype_size(dtype) == 0)
     return dbuf__diag(diag, DBUF_EINVAL, "plan: default dtype %s has no byte size",
                       dbuf_dtype_name(dtype));
@@ -304,7 +307,7 @@ dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t
     dbuf_diag_t d;
     const char *unit = units ? dbuf_units_name(units, g[k].unit) : DBUF_UNIT_ALL;
     dbuf_diag_clear(&d);
-    rc = build_group(t, &g[k], ids, params, ng == 1, &l, &d);
+    rc = build_group(t, &g[k], ids, params, align_bytes, ng == 1, &l, &d);
     if (rc != 0) {
       if (ng > 1)
         dbuf__diag(diag, rc, "buffer %s/%s: %s", unit, dbuf_dtype_name(g[k].dtype), d.msg);

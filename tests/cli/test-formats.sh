@@ -161,7 +161,7 @@ expect_code 2 "unknown format"
 expect_err "dbuf-shard: --format: 'xml' is not a known format (summary, table, diagram, json, csv, svg)" "unknown format message"
 run plan --shapes "$T/seed" --dtype fp7
 expect_code 2 "unknown dtype"
-expect_err "dbuf-shard: --dtype: unknown type 'fp7' (bf16, fp16, fp32, fp64, fp8, fp8-e5m2, int8, uint8, int16, int32, int64)" "unknown dtype message"
+expect_err "dbuf-shard: --dtype: unknown type 'fp7' (bf16, fp16, fp32, fp64, fp8-e4m3 (fp8), fp8-e5m2, fp8-e8m0, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool, c64)" "unknown dtype message"
 run plan --shapes "$T/seed" --align-bytes 0
 expect_code 2 "align 0"
 expect_err "dbuf-shard: --align-bytes: 0 is out of range [1, 9223372036854775807]" "align 0 message"

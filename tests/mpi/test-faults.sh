@@ -103,7 +103,7 @@ odd_option --report "$T/r.json" "$D --report differs between ranks: rank 0 has (
 odd_option --timeout 30 "$D --timeout differs between ranks: rank 0 has 600, rank 2 has 30"
 # An option only rank 2 cannot parse: rank 0 parsed its own, so it prints
 # rank 2's message (it used to end every rank with exit 2 and no word).
-odd_option --dtype xyz "dbuf-shard: rank 2: --dtype: unknown type 'xyz' (bf16, fp16, fp32, fp64, fp8, fp8-e5m2, int8, uint8, int16, int32, int64)"
+odd_option --dtype xyz "dbuf-shard: rank 2: --dtype: unknown type 'xyz' (bf16, fp16, fp32, fp64, fp8-e4m3 (fp8), fp8-e5m2, fp8-e8m0, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool, c64)"
 odd_option --no-such-option "dbuf-shard: rank 2: run: unknown option '--no-such-option' (see 'dbuf-shard run --help')"
 # Another input source: --shapes is the first option that differs, --model the second.
 BASE_ARGS=$BASE ODD_RANKS=2 ODD_ARGS="-q --model llama-3.2-1b" wrapped 3
