@@ -993,7 +993,6 @@ run_preflight(run_t *r)
 {
   if (!r->materialize || r->o.force)
     return 0;
-  set_phase(r, "memory pre-flight");
   preflight_rec_t mine, *all = NULL;
   dbuf_diag_t d;
   memset(&mine, 0, sizeof mine);
@@ -1001,11 +1000,13 @@ run_preflight(run_t *r)
   int rc = preflight_local(r, &mine, &d);
   if (rc == 0 && r->rank == 0 && (all = calloc((size_t)r->size, sizeof *all)) == NULL)
     rc = diag_oom(&d);
+  /* A bad policy (node:99) fails as the allocation would, in its phase. */
   if ((rc = dbuf_comm_agree_diag(r->ctx, rc, &d)) != 0) {
-    cli_err("memory pre-flight: %s", d.msg);
+    cli_err("%s", d.msg);
     free(all);
     return phase_end(r, cli_exit_code(rc));
   }
+  set_phase(r, "memory pre-flight");
   if ((rc = dbuf_comm_gather(r->ctx, &mine, sizeof mine, all)) != 0) {
     cli_err("memory pre-flight: %s", dbuf_strerror(rc));
     free(all);
