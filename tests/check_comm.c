@@ -238,6 +238,51 @@ START_TEST(test_bcast_layout)
 }
 END_TEST
 
+/* A plan of two buffers (two kinds), chunks of 7 bytes: every rank gets
+ * every buffer with its unit, dtype and layout digest; rank 0's error and an
+ * unexpected rank count reach every rank. */
+START_TEST(test_bcast_plan)
+{
+  dbuf_comm_t *c = world();
+  dbuf_comm_set_chunk(c, 7);
+  dbuf_plan_t *mine = NULL, *got = NULL;
+  uint64_t want[2], dig = 0;
+  dbuf_diag_t d;
+  ALL_INT_EQ(dbuf_plan_create(&mine), 0);
+  for (int k = 0; k < 2; k++) {
+    dbuf_layout_t *l = test_layout_ok(k == 0 ? DBUF_LAYOUT_PADDED : DBUF_LAYOUT_UNPADDED, size);
+    ALL_INT_EQ(dbuf_wire_digest(l, &want[k], NULL), 0);
+    ALL_INT_EQ(dbuf_plan_add(mine, k == 0 ? "root" : "layers.0",
+                             k == 0 ? DBUF_DTYPE_F32 : DBUF_DTYPE_BF16, l, NULL, NULL), 0);
+  }
+  int rc = dbuf_comm_bcast_plan(c, 0, NULL, rank == 0 ? mine : NULL, size, &got, &dig, &d);
+  ALL_INT_EQ(rc, 0);
+  ALL_INT_EQ((int)dbuf_plan_nbuffers(got), 2);
+  for (int k = 0; k < 2; k++) {
+    dbuf_plan_buffer_t b;
+    uint64_t g = 0;
+    ALL_INT_EQ(dbuf_plan_buffer(got, k, &b), 0);
+    ALL_STR_EQ(b.unit, k == 0 ? "root" : "layers.0");
+    ALL_INT_EQ((int)b.elem_size, k == 0 ? 4 : 2);
+    ALL_INT_EQ(dbuf_wire_digest(b.layout, &g, NULL), 0);
+    ALL_U64_EQ(g, want[k]);
+  }
+  dbuf_plan_destroy(got);
+  got = NULL;
+  rc = dbuf_comm_bcast_plan(c, 0, NULL, rank == 0 ? mine : NULL, size + 1, &got, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_ENRANKS);
+  ALL_TRUE(got == NULL);
+  ALL_PREFIX(d.msg, "rank 0: received buffer root/fp32 has ");
+  rc = dbuf_comm_bcast_plan(c, rank == 0 ? DBUF_EPARSE : 0, rank == 0 ? "x:1: bad" : NULL, NULL,
+                            size, &got, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_EPARSE);
+  ALL_STR_EQ(d.msg, "x:1: bad");
+  ALL_TRUE(got == NULL);
+  dbuf_plan_destroy(mine);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
 /* Rank 0 could not read its input: everyone returns its code and message. */
 START_TEST(test_bcast_root_failure)
 {
@@ -654,6 +699,7 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_agree);
   tcase_add_loop_test(tc, test_bcast_layout, 0, 2);
   tcase_add_test(tc, test_bcast_root_failure);
+  tcase_add_test(tc, test_bcast_plan);
   tcase_add_test(tc, test_nodes_and_inputs);
   tcase_add_test(tc, test_gather);
   tcase_add_test(tc, test_structure_ok);

@@ -955,6 +955,104 @@ START_TEST(test_synthetic_no_cores)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Available memory: the parsers on sample texts, then a whole fake tree.    */
+
+START_TEST(test_avail_parse)
+{
+  const char *mi = "MemTotal:       16305940 kB\nMemFree:         1000000 kB\n"
+                   "MemAvailable:   12000000 kB\nHugePages_Total:       0\n";
+  const char *node = "Node 0 MemTotal:       16305940 kB\nNode 0 MemFree:         8 kB\n";
+  int64_t v = 0;
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(mi, "MemAvailable", &v), 0);
+  ck_assert_int_eq(v, (int64_t)12000000 * 1024);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(mi, "MemFree", &v), 0);
+  ck_assert_int_eq(v, (int64_t)1000000 * 1024);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(mi, "HugePages_Total", &v), 0); /* no unit */
+  ck_assert_int_eq(v, 0);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(node, "MemFree", &v), 0);
+  ck_assert_int_eq(v, 8192);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(mi, "Mem", &v), DBUF_ENOTFOUND); /* whole key */
+  ck_assert_int_eq(dbuf_mem_parse_meminfo("MemFree: x kB\n", "MemFree", &v), DBUF_EPARSE);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo("MemFree: 1 MB\n", "MemFree", &v), DBUF_EPARSE);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo("MemFree: 9223372036854775807 kB\n", "MemFree", &v),
+                   DBUF_EPARSE);
+  ck_assert_int_eq(dbuf_mem_parse_meminfo(NULL, "MemFree", &v), DBUF_EINVAL);
+
+  char path[64];
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_path("0::/user.slice/job-7\n", path, sizeof path), 0);
+  ck_assert_str_eq(path, "/user.slice/job-7");
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_path("12:memory:/x\n0::/\n", path, sizeof path), 0);
+  ck_assert_str_eq(path, "/");
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_path("12:memory:/x\n", path, sizeof path),
+                   DBUF_ENOTFOUND);
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_path("0::/abc\n", path, 4), DBUF_ENOBUFS);
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_path("0::\n", path, sizeof path), DBUF_EPARSE);
+
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_value("max\n", &v), 0);
+  ck_assert_int_eq(v, -1);
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_value("1073741824\n", &v), 0);
+  ck_assert_int_eq(v, 1073741824);
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_value("12k\n", &v), DBUF_EPARSE);
+  ck_assert_int_eq(dbuf_mem_parse_cgroup_value("", &v), DBUF_EPARSE);
+}
+END_TEST
+
+static void
+put_file(const char *root, const char *rel, const char *text)
+{
+  char p[1024], cmd[1200];
+  snprintf(p, sizeof p, "%s%s", root, rel);
+  snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", p);
+  ck_assert_int_eq(system(cmd), 0);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+START_TEST(test_avail_tree)
+{
+  char root[] = "/tmp/dbuf-memavail-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  put_file(root, "/sys/devices/system/node/node0/meminfo", "Node 0 MemFree:  1000 kB\n");
+  put_file(root, "/sys/devices/system/node/node1/meminfo", "Node 1 MemFree:  24 kB\n");
+  put_file(root, "/proc/meminfo", "MemTotal: 5 kB\nMemAvailable:  2048 kB\n");
+  put_file(root, "/proc/self/cgroup", "0::/a/b\n");
+  /* The parent's limit is the tighter one: 3 MiB - 1 MiB. */
+  put_file(root, "/sys/fs/cgroup/a/b/memory.max", "max\n");
+  put_file(root, "/sys/fs/cgroup/a/b/memory.current", "100\n");
+  put_file(root, "/sys/fs/cgroup/a/memory.max", "3145728\n");
+  put_file(root, "/sys/fs/cgroup/a/memory.current", "1048576\n");
+  dbuf_topo_t *t = NULL;
+  dbuf_mem_avail_t a;
+  ck_assert_int_eq(dbuf_topo_create(&t, "node:2 core:1 pu:1", NULL), 0);
+  ck_assert_int_eq(dbuf_mem_available(t, "0-1", root, &a, NULL), 0);
+  ck_assert_int_eq(a.numa_free, (int64_t)1024 * 1024);
+  ck_assert_str_eq(a.nodes, "0-1");
+  ck_assert_int_eq(a.mem_available, (int64_t)2048 * 1024);
+  ck_assert_str_eq(a.cgroup, "/a/b");
+  ck_assert_int_eq(a.cgroup_room, (int64_t)2 * 1048576);
+  /* Node 1 alone; a node without a file is unknown, not an error. */
+  ck_assert_int_eq(dbuf_mem_available(t, "1", root, &a, NULL), 0);
+  ck_assert_int_eq(a.numa_free, 24 * 1024);
+  ck_assert_int_eq(dbuf_mem_available(t, "0,5", root, &a, NULL), 0);
+  ck_assert_int_eq(a.numa_free, -1);
+  ck_assert_int_eq(dbuf_mem_available(t, "", root, &a, NULL), 0);
+  ck_assert_int_eq(a.numa_free, -1);
+  ck_assert_int_eq(dbuf_mem_available(t, "zz", root, &a, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_mem_available(NULL, "0", root, &a, NULL), DBUF_EINVAL);
+  /* No cgroup limit anywhere: -1. */
+  put_file(root, "/sys/fs/cgroup/a/memory.max", "max\n");
+  ck_assert_int_eq(dbuf_mem_available(t, "0", root, &a, NULL), 0);
+  ck_assert_int_eq(a.cgroup_room, -1);
+  dbuf_topo_destroy(t);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 
 static Suite *
 mem_suite(void)
@@ -1004,6 +1102,11 @@ mem_suite(void)
 #endif
   tcase_add_loop_test(tc, test_real_syscall_fails, 0, 4);
   tcase_add_test(tc, test_real_bind_invalid_args);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("avail");
+  tcase_add_test(tc, test_avail_parse);
+  tcase_add_test(tc, test_avail_tree);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("synthetic-more");

@@ -596,6 +596,123 @@ START_TEST(test_digest_and_args)
 }
 END_TEST
 
+/* Plan messages: a round trip keeps every buffer (unit, dtype, layout
+ * digest); every bit flip is caught; forged counts and lengths are refused. */
+static dbuf_plan_t *
+seed_plan(void)
+{
+  dbuf_plan_t *p = NULL;
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "root", DBUF_DTYPE_F32, seed_layout(DBUF_LAYOUT_PADDED), NULL,
+                                 NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "model.layers.0", DBUF_DTYPE_BF16,
+                                 seed_layout(DBUF_LAYOUT_UNPADDED), NULL, NULL), 0);
+  return p;
+}
+
+static void
+reseal_plan(uint8_t *m, int64_t len)
+{
+  put64(m + 56, XXH3_64bits(m, 56));
+  put64(m + len - 8, XXH3_64bits(m, (size_t)len - 8));
+}
+
+START_TEST(test_plan_messages)
+{
+  dbuf_plan_t *p = seed_plan(), *q = NULL;
+  void *buf;
+  int64_t len;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_wire_plan_encode(p, &buf, &len, NULL), 0);
+  uint8_t *m = buf;
+  ck_assert_int_eq(memcmp(m, DBUF_WIRE_PLAN_MAGIC, 8), 0);
+  ck_assert_int_eq(get64(m + 24), 2);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(q), 2);
+  for (int64_t i = 0; i < 2; i++) {
+    dbuf_plan_buffer_t a, b;
+    uint64_t da, db;
+    dbuf_plan_buffer(p, i, &a);
+    dbuf_plan_buffer(q, i, &b);
+    ck_assert_str_eq(a.unit, b.unit);
+    ck_assert_int_eq(a.dtype, b.dtype);
+    ck_assert_int_eq(b.elem_size, i == 0 ? 4 : 2);
+    ck_assert_int_eq(dbuf_wire_digest(a.layout, &da, NULL), 0);
+    ck_assert_int_eq(dbuf_wire_digest(b.layout, &db, NULL), 0);
+    ck_assert(da == db);
+    assert_same(a.layout, b.layout);
+  }
+  dbuf_plan_destroy(q);
+  /* Every bit flip outside the magic: refused (checksums). */
+  for (int64_t bit = 64; bit < 8 * len; bit += 7) {
+    m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    q = NULL;
+    ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_ECHECKSUM);
+    ck_assert_ptr_null(q);
+    m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+  }
+  /* Truncated, over-long, bad magic, version. */
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len - 1, &q, NULL), DBUF_EFORMAT);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, 10, &q, NULL), DBUF_EFORMAT);
+  m[0] ^= 1;
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EFORMAT);
+  m[0] ^= 1;
+  put64(m + 8, 2);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EVERSION);
+  put64(m + 8, 1);
+  /* A forged buffer count (too many for the bytes, then one too few). */
+  put64(m + 24, (uint64_t)1 << 40);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, &d), DBUF_EFORMAT);
+  put64(m + 24, 1);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, &d), DBUF_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(d.msg, "after the last plan buffer"));
+  put64(m + 24, 2);
+  /* Another rank count in the header than the buffers'. */
+  ck_assert_int_eq(get64(m + 32), 3); /* seed_layout()'s ranks */
+  put64(m + 32, 5);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, &d), DBUF_ENRANKS);
+  ck_assert_ptr_nonnull(strstr(d.msg, "plan buffer 0 (root/fp32)"));
+  put64(m + 32, 3);
+  /* A unit name length beyond the message, a dtype without a byte size. */
+  uint64_t ul = get64(m + 64);
+  put64(m + 64, (uint64_t)len);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EFORMAT);
+  put64(m + 64, ul);
+  put64(m + 72 + ul, DBUF_DTYPE_F4);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, &d), DBUF_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(d.msg, "no byte size"));
+  put64(m + 72 + ul, DBUF_DTYPE_F32);
+  /* A blank in the unit name. */
+  m[72] = ' ';
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EFORMAT);
+  m[72] = 'r';
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), 0);
+  dbuf_plan_destroy(q);
+  /* Arguments; an empty plan round-trips as no buffer. */
+  ck_assert_int_eq(dbuf_wire_plan_encode(NULL, &buf, &len, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_plan_decode(NULL, len, &q, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, NULL, NULL), DBUF_EINVAL);
+  free(buf);
+  dbuf_plan_destroy(p);
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  ck_assert_int_eq(dbuf_wire_plan_encode(p, &buf, &len, NULL), 0);
+  ck_assert_int_eq(len, DBUF_WIRE_PLAN_MIN_BYTES);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(q), 0);
+  dbuf_plan_destroy(q);
+  dbuf_plan_destroy(p);
+  free(buf);
+}
+END_TEST
+
 /* Every zoo model at 8 ranks, padded, including deepseek-v3's 45,395 tensors. */
 START_TEST(test_zoo_models)
 {
@@ -636,6 +753,7 @@ wire_suite(void)
   tcase_add_test(tc, test_block_row_overflow);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);
+  tcase_add_test(tc, test_plan_messages);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -41,6 +41,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/plan.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -154,6 +155,30 @@ DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char
                                        const dbuf_layout_t *layout, int nranks_expected,
                                        dbuf_layout_t **out, uint64_t *digest,
                                        dbuf_diag_t *diag);
+
+/**
+ * \brief Broadcast a plan (or rank 0's failure to make one) from rank 0.
+ *
+ * Collective on the context's communicator.  The same protocol and
+ * guarantees as dbuf_comm_bcast_layout(), for a whole plan: rank 0 encodes it
+ * as one plan message (dbuf_wire_plan_encode(): every buffer's unit, dtype
+ * and layout message), the bytes go out in chunks, and every rank decodes it
+ * (every length, count and checksum checked), re-validates every buffer's
+ * layout and checks it has nranks_expected segments; the outcome is agreed.
+ * A plan of no buffer is refused (DBUF_EFORMAT).  Each buffer's own identity
+ * is its layout's digest (dbuf_wire_digest()), the checksum of the layout
+ * message inside the plan message.
+ * \param[in]  plan    rank 0: the plan when root_rc == 0
+ * \param[out] out     a new plan on every rank (dbuf_plan_destroy()); its
+ *                     buffers have no model ids
+ * \param[out] digest  may be NULL: the plan message's checksum, equal on all ranks
+ * \return as dbuf_comm_bcast_layout(), with the messages of
+ *   dbuf_wire_plan_decode() and the buffer named ("received buffer
+ *   UNIT/DTYPE: ...") -- agreed
+ */
+DBUF_EXPORT int dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                                     const dbuf_plan_t *plan, int nranks_expected,
+                                     dbuf_plan_t **out, uint64_t *digest, dbuf_diag_t *diag);
 
 /* ------------------------------------------------------------------------ */
 /* Hosts and nodes                                                           */

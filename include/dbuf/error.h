@@ -121,7 +121,7 @@ DBUF_EXPORT size_t dbuf_escape_ctl(char *dst, size_t len, const char *src);
  * \brief Free a buffer the library returned to the caller (the text of
  * dbuf_layout_to_json() and dbuf_report_write(), the data of
  * dbuf_file_read_all(), the values of dbuf_ints_read(), the message of
- * dbuf_wire_encode()).  NULL is accepted.  Not collective; any thread.
+ * dbuf_wire_encode() and dbuf_wire_plan_encode()).  NULL is accepted.  Not collective; any thread.
  *
  * Use it rather than free(): the buffer comes from the library's allocator,
  * which need not be the caller's.  Handles have their own destroy function.

@@ -329,6 +329,63 @@ DBUF_EXPORT int dbuf_seg_is_locked(const dbuf_seg_t *seg);
  */
 DBUF_EXPORT const char *dbuf_seg_note(const dbuf_seg_t *seg);
 
+/* ------------------------------------------------------------------------ */
+/* Available memory                                                          */
+/* ------------------------------------------------------------------------ */
+
+/** What the calling process can have, in bytes; -1 where unknown. */
+typedef struct dbuf_mem_avail {
+  char nodes[DBUF_MEM_LIST_LEN]; /**< the NUMA nodes counted ("0", "0-1"; "" none) */
+  int64_t numa_free;     /**< MemFree summed over those nodes (sysfs node meminfo) */
+  int64_t numa_total;    /**< their memory as hwloc reports it (local_memory) */
+  int64_t mem_available; /**< MemAvailable of /proc/meminfo (the whole machine) */
+  char cgroup[256];      /**< the process's cgroup v2 path ("" unknown) */
+  int64_t cgroup_room;   /**< the least memory.max - memory.current over that
+                              cgroup and its ancestors; -1: no limit or unknown */
+} dbuf_mem_avail_t;
+
+/**
+ * \brief Read what memory the calling process can have: the free memory of
+ * the NUMA nodes it will allocate on, MemAvailable, and its cgroup's room.
+ *
+ * Not collective.  Reads ROOT/sys/devices/system/node/nodeN/meminfo for each
+ * node of nodes, ROOT/proc/meminfo, ROOT/proc/self/cgroup and the
+ * memory.max and memory.current files of that cgroup and its ancestors under
+ * ROOT/sys/fs/cgroup.  A file that is missing or unreadable leaves its figure
+ * -1 (unknown), never an error: a container may hide any of them.
+ * \param[in]  topo   the node totals (hwloc) come from it
+ * \param[in]  nodes  NUMA node list (OS indexes); "" for none
+ * \param[in]  root   prefix of every path (tests); NULL or "" for "/"
+ * \param[out] out    the figures
+ * \return 0, DBUF_EINVAL (NULL topo, nodes or out; nodes not a list),
+ *   DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_mem_available(const dbuf_topo_t *topo, const char *nodes, const char *root,
+                                   dbuf_mem_avail_t *out, dbuf_diag_t *diag);
+
+/**
+ * \brief The value of KEY in a meminfo text ("KEY:   123 kB", lines of a
+ * node's file start with "Node N "), in bytes.  Not collective.
+ * \return 0, DBUF_EINVAL (NULL, empty key), DBUF_ENOTFOUND (no such line),
+ *   DBUF_EPARSE (not a number, a unit other than kB, overflow)
+ */
+DBUF_EXPORT int dbuf_mem_parse_meminfo(const char *text, const char *key, int64_t *bytes);
+
+/**
+ * \brief The cgroup v2 path of a /proc/PID/cgroup text (its "0::/PATH" line).
+ * Not collective.
+ * \return 0, DBUF_EINVAL, DBUF_ENOTFOUND (no v2 line), DBUF_EPARSE (no path),
+ *   DBUF_ENOBUFS (path longer than len - 1)
+ */
+DBUF_EXPORT int dbuf_mem_parse_cgroup_path(const char *text, char *path, size_t len);
+
+/**
+ * \brief A memory.max or memory.current value: bytes, or -1 for "max".
+ * Not collective.
+ * \return 0, DBUF_EINVAL, DBUF_EPARSE
+ */
+DBUF_EXPORT int dbuf_mem_parse_cgroup_value(const char *text, int64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,22 @@
  * flags word and an element size are already there, and the per-tensor word
  * count lets later versions add more).
  *
+ * Plan messages (format version 1) carry a whole plan (dbuf/plan.h): every
+ * buffer's unit name and dtype, then the buffer's layout as one complete
+ * layout message above, so each buffer keeps its own checksum (the identity
+ * dbuf_comm_verify_structure() compares):
+ *
+ *   header, 64 bytes (8 words):
+ *     0 magic "DBUFPLAN"          8 format version (1)
+ *    16 total bytes, trailer in  24 buffers
+ *    32 nranks of every buffer   40, 48 reserved (0)
+ *    56 XXH3-64 of bytes [0, 56)
+ *   per buffer, in plan order:
+ *     unit name bytes (1 .. DBUF_WIRE_UNIT_MAX), the name (no blank or
+ *     control character, no NUL), dtype (dbuf/dtype.h number, with a byte
+ *     size), layout message bytes, the layout message
+ *   trailer: XXH3-64 of every byte before it.
+ *
  * Thread safety: no global state; any thread, one layout shared read-only.
  * Ownership: dbuf_wire_encode() returns a message freed with dbuf_free();
  * dbuf_wire_decode() copies what it needs from the message and returns a
@@ -43,6 +59,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/plan.h"
 
 #include <stdint.h>
 
@@ -117,6 +134,50 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  */
 DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
                                  dbuf_diag_t *diag);
+
+/** The 8 magic bytes of a plan message. */
+#define DBUF_WIRE_PLAN_MAGIC "DBUFPLAN"
+/** The plan format version this library writes and reads. */
+#define DBUF_WIRE_PLAN_VERSION 1
+/** Header bytes of a plan message. */
+#define DBUF_WIRE_PLAN_HEADER_BYTES 64
+/** Smallest plan message: a header and the trailer (no buffers). */
+#define DBUF_WIRE_PLAN_MIN_BYTES (DBUF_WIRE_PLAN_HEADER_BYTES + 8)
+/** Longest unit name a plan message carries, in bytes. */
+#define DBUF_WIRE_UNIT_MAX 4096
+
+/**
+ * \brief Serialize a plan: every buffer's unit, dtype and layout message.
+ *
+ * Not collective.  Deterministic.
+ * \param[out] buf  malloc'd message; dbuf_free() it
+ * \param[out] len  its length in bytes
+ * \return 0, or DBUF_EINVAL (NULL argument, a unit name longer than
+ *   DBUF_WIRE_UNIT_MAX), DBUF_EOVERFLOW, DBUF_ENOMEM, the errors of
+ *   dbuf_wire_encode()
+ */
+DBUF_EXPORT int dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len,
+                                      dbuf_diag_t *diag);
+
+/**
+ * \brief Rebuild a plan from a plan message.
+ *
+ * Not collective.  Checks the magic, the header checksum, the total length,
+ * the trailer checksum, the version, the buffer count against the length,
+ * then each buffer: its name, dtype and layout length against the bytes
+ * left, the layout message (dbuf_wire_decode(), whose errors it returns with
+ * "plan buffer I (UNIT/DTYPE): " before the message), the rank count against
+ * the header's, and that no byte follows the last buffer.  Like
+ * dbuf_wire_decode() it does not validate the layouts' invariants.  The
+ * plan's buffers have no model ids.
+ * \param[out] out  the plan, freed with dbuf_plan_destroy()
+ * \return 0, or DBUF_EINVAL (NULL, negative len), DBUF_EFORMAT,
+ *   DBUF_ECHECKSUM, DBUF_EVERSION, DBUF_ENRANKS (a buffer of another rank
+ *   count), DBUF_EDUP (a unit and dtype twice), DBUF_ENOMEM, the errors of
+ *   dbuf_wire_decode()
+ */
+DBUF_EXPORT int dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out,
+                                      dbuf_diag_t *diag);
 
 #ifdef __cplusplus
 }

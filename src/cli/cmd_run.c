@@ -42,7 +42,8 @@ enum {
   OPT_REPORT,
   OPT_QUIET,
   OPT_LAYOUT_FILE,
-  OPT_TIMEOUT
+  OPT_TIMEOUT,
+  OPT_FORCE
 };
 
 #define SAMPLE_ROWS 8 /* rows per rank that rank 0 spot-checks */
@@ -73,6 +74,9 @@ run_usage(FILE *f)
           "                         the launcher did not\n"
           "  --lock                 mlock the segments (RLIMIT_MEMLOCK permitting)\n"
           "  --no-materialize       plan, broadcast and check the structure only\n"
+          "  --force                skip the memory pre-flight (every rank's buffers\n"
+          "                         against its NUMA node's free memory, MemAvailable\n"
+          "                         and its cgroup limit, shared by the node's ranks)\n"
           "Checks and output:\n"
           "  --check-inputs         every rank reads the input itself; fail, naming the\n"
           "                         ranks and hosts, if any sees different bytes\n"
@@ -100,7 +104,7 @@ typedef struct {
   const char *membind_text;
   const char *bind_text;
   dbuf_bind_t bind;
-  int strict, lock, materialize, check_inputs, quiet;
+  int strict, lock, materialize, check_inputs, quiet, force;
   int64_t timeout; /* seconds, 0: no watchdog */
   const char *report;
   const char *layout_file; /* --layout-file FILE: instead of planning */
@@ -132,6 +136,10 @@ layout_file_conflict(const run_opts_t *o)
     other = "--block-size";
   else if (p->par_opt != NULL)
     other = p->par_opt;
+  else if (p->units != NULL)
+    other = "--units";
+  else if (p->ndtype_map > 0)
+    other = "--dtype-map";
   if (other == NULL)
     return 0;
   cli_err("--layout-file replaces planning: drop %s%s", other[0] == '-' ? "" : "--", other);
@@ -154,6 +162,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"quiet", no_argument, NULL, 'q'},
       {"layout-file", required_argument, NULL, OPT_LAYOUT_FILE},
+      {"force", no_argument, NULL, OPT_FORCE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   dbuf_diag_t d;
@@ -206,6 +215,9 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       break;
     case OPT_LAYOUT_FILE:
       o->layout_file = optarg;
+      break;
+    case OPT_FORCE:
+      o->force = 1;
       break;
     case 'h': /* is_help() saw it before MPI started */
       return CLI_EXIT_USAGE;
@@ -338,6 +350,23 @@ agree_exit_said(dbuf_comm_t *ctx, int code)
   return -g;
 }
 
+/* A list of option values joined by sep (malloc'd; NULL for none or out of
+ * memory). */
+static char *
+join_values(const char *const *v, int n, const char *sep)
+{
+  size_t len = 1;
+  for (int i = 0; i < n; i++)
+    len += strlen(v[i]) + strlen(sep);
+  char *out = n > 0 ? malloc(len) : NULL;
+  if (out != NULL) {
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+      at += (size_t)sprintf(out + at, "%s%s", i ? sep : "", v[i]);
+  }
+  return out;
+}
+
 /* The integer options in effect as text (x.v in the order agree_options
  * names them), --pp-layers, and the --safetensors list (*st, malloc'd; NULL
  * without the option or out of memory). */
@@ -360,17 +389,7 @@ option_text(const run_opts_t *o, int size, opt_text_t *x, char **st)
   for (int64_t i = 0, at = 0; i < p->par.npp_layers && i < DBUF_PARALLEL_MAX_PP; i++)
     at += snprintf(x->ppl + at, sizeof x->ppl - (size_t)at, "%s%" PRId64, i ? "," : "",
                    p->par.pp_layers[i]);
-  *st = NULL;
-  if (p->nsafetensors > 0) {
-    size_t len = 1;
-    for (int i = 0; i < p->nsafetensors; i++)
-      len += strlen(p->safetensors[i]) + 1;
-    if ((*st = malloc(len)) != NULL) {
-      size_t at = 0;
-      for (int i = 0; i < p->nsafetensors; i++)
-        at += (size_t)sprintf(*st + at, "%s%s", i ? " " : "", p->safetensors[i]);
-    }
-  }
+  *st = join_values(p->safetensors, p->nsafetensors, " ");
 }
 
 /*
@@ -385,7 +404,7 @@ static int
 agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
 {
   opt_text_t x;
-  char *st = NULL;
+  char *st = NULL, *dm = join_values(o->plan.dtype_map, o->plan.ndtype_map, ",");
   const char *dp = x.v[0], *block = x.v[1], *align = x.v[2], *rpn = x.v[3], *timeout = x.v[4],
              *nodesz = x.v[5], *tp = x.v[6], *pp = x.v[7], *ep = x.v[8], *etp = x.v[9],
              *stage = x.v[10], *vdiv = x.v[11], *ppl = x.ppl;
@@ -402,7 +421,8 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
       "option --timeout",      "option --layout-file",   "option --node-size",
       "option --tp",           "option --pp",            "option --ep",
       "option --expert-tp",    "option --stage",         "option --pp-layers",
-      "option --vocab-divisor", "option --naming"};
+      "option --vocab-divisor", "option --naming", "option --units",
+      "option --dtype-map",    "option --force"};
   const char *const values[] = {
       ONOFF(o->check_inputs),
       o->check_inputs && o->plan.shapes ? by_content : o->plan.shapes,
@@ -417,7 +437,9 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
       ONOFF(o->strict), o->bind_text, ONOFF(o->lock),
       ONOFF(!o->materialize), o->report, timeout,
       o->layout_file, nodesz, tp, pp, ep, etp, stage, ppl, vdiv,
-      o->plan.par.naming == DBUF_NAMING_MEGATRON ? "megatron" : "hf"};
+      o->plan.par.naming == DBUF_NAMING_MEGATRON ? "megatron" : "hf",
+      o->plan.units, o->plan.ndtype_map == 0 ? NULL : dm ? dm : "(out of memory)",
+      ONOFF(o->force)};
 #undef ONOFF
   _Static_assert(sizeof names / sizeof names[0] == sizeof values / sizeof values[0],
                  "one value per option");
@@ -425,6 +447,7 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
   dbuf_diag_clear(&d);
   int rc = dbuf_comm_check_equal(ctx, (int)(sizeof names / sizeof names[0]), names, values, &d);
   free(st);
+  free(dm);
   if (rc == 0)
     return CLI_EXIT_OK;
   cli_err("%s", rc == DBUF_EMISMATCH ? d.msg : dbuf_strerror(rc));
@@ -436,6 +459,27 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
 /* The run, one function per phase.  Each returns a CLI exit code that every
  * rank agrees on, so a failing phase ends every rank the same way.          */
 
+/*
+ * One buffer of the plan on this rank: the unit of the per-buffer work.
+ * Everything a phase does to a buffer reads or writes only its record, so
+ * another producer of the segment's bytes (loading real weights) plugs in
+ * where fill_buffer() writes the pattern.
+ */
+typedef struct run_buf {
+  const char *unit;           /* borrowed from the plan */
+  dbuf_dtype_t dtype;
+  int64_t elem_size;          /* bytes per element of dtype */
+  const dbuf_layout_t *l;     /* the broadcast layout (borrowed from the plan) */
+  dbuf_layout_t *stale;       /* a test fault's stale copy, or NULL */
+  const dbuf_layout_t *use;   /* l, or stale */
+  uint64_t digest;            /* dbuf_wire_digest(l): the buffer's identity */
+  int64_t start, end, bytes;  /* this rank's range [start, end) and its bytes */
+  dbuf_seg_t *seg;            /* this rank's segment, NULL until allocated */
+  dbuf_verdict_t vs, vd;      /* structure and data verdicts (agreed) */
+  double fill_s;              /* seconds writing the segment */
+  char name[160];             /* "UNIT/DTYPE", for messages */
+} run_buf_t;
+
 typedef struct run {
   run_opts_t o;
   fault_t fault;
@@ -446,18 +490,19 @@ typedef struct run {
   int launched;               /* started by mpirun, srun, ... */
   int root_failed;            /* rank 0 could not read or plan */
   dbuf_tensors_t *t;
-  dbuf_layout_t *planned, *l, *stale;
-  const dbuf_layout_t *use;   /* l, or the stale plan of a fault */
-  int64_t start, end, bytes;  /* this rank's range and its size in bytes */
+  dbuf_plan_t *planned, *plan; /* rank 0's plan; the broadcast one */
+  run_buf_t *buf;             /* [nbuf] in plan order */
+  int64_t nbuf;
+  int64_t fault_buf;          /* the buffer the shift, stale and corrupt faults hit */
+  int64_t bytes;              /* this rank's bytes over every buffer, -1 overflow */
   int materialize;
   dbuf_topo_t *topo;
-  dbuf_seg_t *seg;
   run_rank_rec_t rec;
   run_timings_t tm;
   cli_problems_t probs;       /* rank 0: every problem of a broken --layout-file */
-  dbuf_verdict_t vs, vd;
+  dbuf_verdict_t vs, vd;      /* the first failing buffer's verdicts, problems summed */
   char what[1024];            /* the input, for the report */
-  uint64_t digest, in_digest;
+  uint64_t digest, in_digest; /* one buffer: its layout digest; else the plan's */
   double t_start;
   const char *phase;          /* the watchdog's phase, for a stopped run's report */
 } run_t;
@@ -572,8 +617,69 @@ run_options(run_t *r, int argc, char **argv)
   return phase_end(r, cli_exit_code(rc));
 }
 
+/* Rank 0's plan: the plan of the options, or a one-buffer plan of the
+ * --layout-file's layout (unit "all", the --dtype).  A library code. */
+static int
+plan_on_root(run_t *r)
+{
+  int rc;
+  if (r->o.layout_file != NULL) {
+    dbuf_layout_t *l = NULL;
+    snprintf(r->what, sizeof r->what, "layout file %s", r->o.layout_file);
+    rc = cli_layout_file_load(r->o.layout_file, r->size, &l, &r->probs, &r->in_digest);
+    if (rc == 0 && (rc = dbuf_plan_create(&r->planned)) != 0)
+      dbuf_layout_destroy(l);
+    dbuf_diag_t d;
+    if (rc == 0 && (rc = dbuf_plan_add(r->planned, DBUF_UNIT_ALL, r->o.plan.dtype_code, l,
+                                       NULL, &d)) != 0)
+      cli_err("%s", d.msg);
+    return rc;
+  }
+  rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
+  if (rc == 0)
+    rc = cli_build_plan(&r->o.plan, r->t, r->what, &r->planned);
+  dbuf_plan_buffer_t b;
+  if (rc == 0 && dbuf_plan_nbuffers(r->planned) == 1 &&
+      dbuf_plan_buffer(r->planned, 0, &b) == 0)
+    cli_warn_layout(r->t, b.layout, r->what);
+  return rc;
+}
+
+static int
+diag_oom(dbuf_diag_t *d)
+{
+  snprintf(d->msg, sizeof d->msg, "out of memory");
+  return d->code = DBUF_ENOMEM;
+}
+
+/* Every buffer's record from the broadcast plan, and the run's identity. */
+static int
+buffers_init(run_t *r, uint64_t plan_digest, dbuf_diag_t *d)
+{
+  r->nbuf = dbuf_plan_nbuffers(r->plan);
+  if ((r->buf = calloc((size_t)r->nbuf, sizeof *r->buf)) == NULL)
+    return diag_oom(d);
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    run_buf_t *b = &r->buf[i];
+    dbuf_plan_buffer_t pb;
+    int rc = dbuf_plan_buffer(r->plan, i, &pb);
+    if (rc == 0)
+      rc = dbuf_wire_digest(pb.layout, &b->digest, d);
+    if (rc != 0)
+      return rc;
+    b->unit = pb.unit;
+    b->dtype = pb.dtype;
+    b->elem_size = pb.elem_size;
+    b->l = b->use = pb.layout;
+    snprintf(b->name, sizeof b->name, "%.120s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
+  }
+  r->digest = r->nbuf == 1 ? r->buf[0].digest : plan_digest;
+  r->per = dbuf_plan_nranks(r->plan) / r->size;
+  return 0;
+}
+
 /* Plan on rank 0 (or read --layout-file), then broadcast: every rank gets
- * the layout or rank 0's error.  A library code all the way. */
+ * the plan or rank 0's error.  A library code all the way. */
 static int
 run_plan(run_t *r)
 {
@@ -583,29 +689,24 @@ run_plan(run_t *r)
   double t0 = MPI_Wtime();
   if (r->rank == 0) {
     cli_prog = "dbuf-shard: rank 0";
-    if (r->o.layout_file != NULL) {
-      snprintf(r->what, sizeof r->what, "layout file %s", r->o.layout_file);
-      rc = cli_layout_file_load(r->o.layout_file, r->size, &r->planned, &r->probs,
-                                &r->in_digest);
-    } else {
-      rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
-      if (rc == 0)
-        rc = cli_build_layout(&r->o.plan, r->t, r->what, &r->planned);
-      if (rc == 0)
-        cli_warn_layout(r->t, r->planned, r->what);
-    }
+    rc = plan_on_root(r);
     cli_prog = "dbuf-shard";
     r->root_failed = rc != 0;
   }
   r->tm.plan = MPI_Wtime() - t0;
   t0 = MPI_Wtime();
-  int brc = dbuf_comm_bcast_layout(r->ctx, rc, r->rank == 0 ? cli_err_last() : NULL,
-                                   r->planned, r->o.plan.params.nranks, &r->l, &r->digest, &d);
+  uint64_t plan_digest = 0;
+  int brc = dbuf_comm_bcast_plan(r->ctx, rc, r->rank == 0 ? cli_err_last() : NULL, r->planned,
+                                 r->o.plan.params.nranks, &r->plan, &plan_digest, &d);
   r->tm.broadcast = MPI_Wtime() - t0;
   if (brc != 0 && !(r->rank == 0 && rc != 0)) /* rank 0 printed its own error */
     cli_err("%s", d.msg);
-  if (brc == 0)
-    r->per = dbuf_layout_nranks(r->l) / r->size;
+  if (brc == 0) {
+    dbuf_diag_clear(&d);
+    brc = dbuf_comm_agree_diag(r->ctx, buffers_init(r, plan_digest, &d), &d);
+    if (brc != 0)
+      cli_err("%s", d.msg);
+  }
   if (brc != 0 && r->rank == 0 && r->probs.n > 0) {
     run_summary_t s = {.nranks = r->size, .problems = r->probs.n,
                        .problem_lines = r->probs.line, .nproblem_lines = r->probs.n};
@@ -638,66 +739,144 @@ run_check_inputs(run_t *r)
   return phase_end(r, cli_exit_code(rc));
 }
 
-/* This rank's range (after the test faults that act on the plan: a stale
- * layout, a shifted start), its record, and the collective proof of
+/* This rank's range in buffer b (after the test faults that act on the
+ * plan: a stale layout, a shifted start); 0 or a library code, d filled. */
+static int
+buffer_range(run_t *r, int64_t i, dbuf_diag_t *d)
+{
+  run_buf_t *b = &r->buf[i];
+  const int one = 1;
+  int first_seg = 0, rc = dbuf_layout_local_range(b->l, 1, &r->size, &r->rank, &one, &b->start,
+                                                  &b->end, &first_seg, NULL, d);
+  int hit = i == r->fault_buf;
+  if (rc == 0 && hit && r->fault.stale == r->rank &&
+      dbuf_layout_move_cut(b->l, first_seg > 0 ? first_seg : 1, &b->stale) == 0) {
+    b->use = b->stale;
+    rc = dbuf_layout_local_range(b->use, 1, &r->size, &r->rank, &one, &b->start, &b->end, NULL,
+                                 NULL, d);
+  }
+  if (rc == 0 && hit && r->fault.shift == r->rank)
+    b->start += 1;
+  if (rc == 0 && __builtin_mul_overflow(b->end > b->start ? b->end - b->start : 0,
+                                        b->elem_size, &b->bytes))
+    rc = DBUF_EOVERFLOW;
+  if (rc == 0 && r->bytes >= 0 && __builtin_add_overflow(r->bytes, b->bytes, &r->bytes))
+    r->bytes = -1;
+  if (rc != 0 && r->nbuf > 1) {
+    char m[DBUF_DIAG_LEN];
+    snprintf(m, sizeof m, "%s", d->msg);
+    snprintf(d->msg, sizeof d->msg, "buffer %s: %.300s", b->name, m);
+  }
+  return rc;
+}
+
+/* The faults hit the largest buffer (the first of equal ones): in a test
+ * its name is known and the rank surely holds rows of it. */
+static int64_t
+fault_buffer(const run_t *r)
+{
+  int64_t best = 0;
+  for (int64_t i = 1; i < r->nbuf; i++)
+    if (dbuf_layout_size(r->buf[i].l) > dbuf_layout_size(r->buf[best].l))
+      best = i;
+  return best;
+}
+
+/* A verdict of buffer b into the run's: the first failing buffer's message
+ * (named with its buffer when there are several), problems summed. */
+static void
+verdict_merge(const run_t *r, dbuf_verdict_t *all, const dbuf_verdict_t *v, const run_buf_t *b)
+{
+  int64_t problems = all->problems + v->problems;
+  if (all->code == 0 && v->code != 0) {
+    *all = *v;
+    if (r->nbuf > 1)
+      snprintf(all->msg, sizeof all->msg, "buffer %.150s: %.340s", b->name, v->msg);
+  }
+  if (all->local_ok && !v->local_ok) {
+    all->local_ok = 0;
+    if (r->nbuf > 1)
+      snprintf(all->local_msg, sizeof all->local_msg, "buffer %.150s: %.340s", b->name,
+               v->local_msg);
+    else
+      snprintf(all->local_msg, sizeof all->local_msg, "%s", v->local_msg);
+  }
+  all->problems = problems;
+}
+
+/* This rank's record: its ranges over every buffer. */
+static void
+rank_record(run_t *r)
+{
+  run_rank_rec_t *x = &r->rec;
+  x->rank = r->rank;
+  x->node = r->map.node_of_rank[r->rank];
+  snprintf(x->host, sizeof x->host, "%s", r->map.host[r->rank]);
+  x->offset = r->nbuf == 1 ? r->buf[0].start : -1;
+  x->end = r->nbuf == 1 ? r->buf[0].end : -1;
+  x->elements = 0;
+  x->bytes = r->bytes;
+  x->on_node = -1;
+  x->first_tensor = x->last_tensor = x->first_row = x->last_row = -1;
+  x->first_buf = x->last_buf = -1;
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    const run_buf_t *b = &r->buf[i];
+    dbuf_span_rows_t sp = {-1, -1, -1, -1};
+    if (b->end > b->start)
+      x->elements += b->end - b->start; /* <= bytes, which did not overflow */
+    dbuf_layout_span_rows(b->use, b->start, b->end, &sp);
+    if (sp.first_tensor >= 0 && x->first_tensor < 0) {
+      x->first_tensor = sp.first_tensor;
+      x->first_row = sp.first_row;
+      x->first_buf = (int32_t)i;
+    }
+    if (sp.last_tensor >= 0) {
+      x->last_tensor = sp.last_tensor;
+      x->last_row = sp.last_row;
+      x->last_buf = (int32_t)i;
+    }
+  }
+}
+
+/* Every buffer: this rank's range, its record, and the collective proof of
  * whole-row ownership.  A failed proof is a verdict, not an error. */
 static int
 run_layout(run_t *r)
 {
-  /* The rank's run of segments and its range, from the library (one mesh
-   * axis of r->size shards): the same on the layout and a stale copy. */
-  const int one = 1;
   dbuf_diag_t d;
-  int first_seg = 0, rc = dbuf_layout_local_range(r->l, 1, &r->size, &r->rank, &one, &r->start,
-                                                  &r->end, &first_seg, NULL, &d);
-  r->use = r->l;
-  if (rc == 0 && r->fault.stale == r->rank &&
-      dbuf_layout_move_cut(r->l, first_seg > 0 ? first_seg : 1, &r->stale) == 0) {
-    r->use = r->stale;
-    rc = dbuf_layout_local_range(r->use, 1, &r->size, &r->rank, &one, &r->start, &r->end, NULL,
-                                 NULL, &d);
-  }
+  int rc = 0;
+  dbuf_diag_clear(&d);
+  r->fault_buf = fault_buffer(r);
+  for (int64_t i = 0; i < r->nbuf && rc == 0; i++)
+    rc = buffer_range(r, i, &d);
   if (rc != 0)
     cli_err("rank %d: %s", r->rank, d.msg);
   int code = phase_end(r, cli_exit_code(rc)); /* every rank, before the next collective */
   if (code != 0)
     return code;
-  if (r->fault.shift == r->rank)
-    r->start += 1;
 
   set_phase(r, "structure verification");
   double t0 = MPI_Wtime();
-  rc = dbuf_comm_verify_structure(r->ctx, r->use, r->digest, r->start, r->end, &r->vs);
+  r->vs.local_ok = 1;
+  for (int64_t i = 0; i < r->nbuf && (rc == 0 || rc == DBUF_EVERIFY); i++) {
+    run_buf_t *b = &r->buf[i];
+    int brc = dbuf_comm_verify_structure(r->ctx, b->use, b->digest, b->start, b->end, &b->vs);
+    verdict_merge(r, &r->vs, &b->vs, b);
+    if (brc != 0 && (rc == 0 || brc != DBUF_EVERIFY))
+      rc = brc;
+  }
   r->tm.validate = MPI_Wtime() - t0;
   if (rc != 0 && rc != DBUF_EVERIFY)
     cli_err("structure verification failed: %s", dbuf_strerror(rc));
   r->materialize = r->o.materialize && rc == 0;
-
-  run_rank_rec_t *x = &r->rec;
-  int64_t es = r->o.plan.elem_size, elems = r->end - r->start;
-  dbuf_span_rows_t sp = {-1, -1, -1, -1};
-  x->rank = r->rank;
-  x->node = r->map.node_of_rank[r->rank];
-  snprintf(x->host, sizeof x->host, "%s", r->map.host[r->rank]);
-  x->offset = r->start;
-  x->end = r->end;
-  x->elements = elems;
-  if (__builtin_mul_overflow(elems > 0 ? elems : 0, es, &r->bytes))
-    r->bytes = -1;
-  x->bytes = r->bytes;
-  x->on_node = -1;
-  dbuf_layout_span_rows(r->use, r->start, r->end, &sp);
-  x->first_tensor = sp.first_tensor;
-  x->first_row = sp.first_row;
-  x->last_tensor = sp.last_tensor;
-  x->last_row = sp.last_row;
+  rank_record(r);
   return phase_end(r, rc == DBUF_EVERIFY ? 0 : cli_exit_code(rc));
 }
 
-/* The hwloc topology once, the CPU binding (--bind when the launcher left
- * the rank unbound), then the segment under the memory policy. */
+/* The hwloc topology once, and the CPU binding (--bind when the launcher
+ * left the rank unbound). */
 static int
-bind_and_allocate(run_t *r, dbuf_diag_t *d)
+bind_rank(run_t *r, dbuf_diag_t *d)
 {
   char nodes[DBUF_MEM_LIST_LEN];
   int bound = 0, rc = dbuf_topo_create(&r->topo, NULL, d);
@@ -714,40 +893,183 @@ bind_and_allocate(run_t *r, dbuf_diag_t *d)
   }
   x->cpu_bound = bound;
   if (r->bytes < 0) {
-    snprintf(d->msg, sizeof d->msg, "%" PRId64 " elements of %" PRId64 " bytes overflow",
-             r->end - r->start, r->o.plan.elem_size);
+    snprintf(d->msg, sizeof d->msg, "the bytes of this rank's %" PRId64 " buffers overflow",
+             r->nbuf);
     return DBUF_EOVERFLOW;
   }
-  return dbuf_seg_alloc(r->topo, r->bytes, &r->o.membind,
-                        DBUF_SEG_HUGEPAGE | (r->o.lock ? DBUF_SEG_LOCK : 0u), &r->seg, d);
+  return 0;
 }
 
-/* Write the pattern into the segment (the corrupt and kill faults act
- * here) and record where its pages are. */
+/* ------------------------------------------------------------------------ */
+/* Memory pre-flight: before any allocation, every rank's bytes against what
+ * it can have, shared by the ranks of its node.                            */
+
+typedef struct {
+  int32_t rank, short_of;  /* short_of: it does not fit */
+  char line[320];          /* "rank 3 on node1 needs ..., NUMA node 0 has ..." */
+} preflight_rec_t;
+
+/* "18.2 GiB" (binary units, one decimal; bytes below 1 KiB). */
+static const char *
+fmt_gib(char *buf, size_t len, int64_t v)
+{
+  static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double x = (double)v;
+  int u = -1;
+  while (x >= 1024.0 && u < 4) {
+    x /= 1024.0;
+    u++;
+  }
+  if (u < 0)
+    snprintf(buf, len, "%" PRId64 " bytes", v);
+  else
+    snprintf(buf, len, "%.1f %s", x, unit[u]);
+  return buf;
+}
+
+/* This rank's figures and verdict.  DBUF_FAKE_MEM_AVAIL=BYTES (tests only)
+ * stands for the NUMA node's free memory and MemAvailable, without a cgroup
+ * limit. */
 static int
-fill_segment(run_t *r)
+preflight_local(run_t *r, preflight_rec_t *p, dbuf_diag_t *d)
+{
+  char nodes[DBUF_MEM_LIST_LEN], cpus[64], need[32], have[32];
+  dbuf_mem_avail_t a;
+  int rc = dbuf_membind_select(r->topo, &r->o.membind, NULL, nodes, sizeof nodes, NULL, 0, d);
+  if (rc == 0 && nodes[0] == '\0') /* first touch: the nodes of the CPUs */
+    rc = dbuf_topo_get_cpubind(r->topo, cpus, sizeof cpus, nodes, sizeof nodes, NULL, d);
+  if (rc == 0)
+    rc = dbuf_mem_available(r->topo, nodes, NULL, &a, d);
+  if (rc != 0)
+    return rc;
+  const char *fake = getenv("DBUF_FAKE_MEM_AVAIL");
+  if (fake != NULL) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(fake, &end, 10);
+    if (errno != 0 || end == fake || *end != '\0' || v < 0) {
+      snprintf(d->msg, sizeof d->msg, "DBUF_FAKE_MEM_AVAIL: '%.64s' is not a byte count", fake);
+      return DBUF_EINVAL;
+    }
+    a.numa_free = a.mem_available = (int64_t)v;
+    a.cgroup_room = -1;
+  }
+  int share = r->map.local_size > 0 ? r->map.local_size : 1;
+  /* The tightest known figure names the line. */
+  const char *what = NULL;
+  int64_t limit = -1;
+  const int64_t fig[3] = {a.numa_free, a.mem_available, a.cgroup_room};
+  for (int k = 0; k < 3; k++)
+    if (fig[k] >= 0 && (limit < 0 || fig[k] / share < limit / share)) {
+      limit = fig[k];
+      what = k == 0 ? "numa" : k == 1 ? "avail" : "cgroup";
+    }
+  p->rank = r->rank;
+  p->short_of = limit >= 0 && r->bytes > limit / share;
+  if (!p->short_of)
+    return 0;
+  int at = snprintf(p->line, sizeof p->line, "rank %d on %s needs %s, ", r->rank,
+                    r->map.host[r->rank], fmt_gib(need, sizeof need, r->bytes));
+  fmt_gib(have, sizeof have, limit);
+  if (strcmp(what, "numa") == 0)
+    snprintf(p->line + at, sizeof p->line - (size_t)at, "NUMA node%s %s %s %s free for %d rank%s",
+             strpbrk(nodes, ",-") ? "s" : "", nodes, strpbrk(nodes, ",-") ? "have" : "has", have,
+             share, share == 1 ? "" : "s");
+  else if (strcmp(what, "avail") == 0)
+    snprintf(p->line + at, sizeof p->line - (size_t)at,
+             "%s has %s available (MemAvailable) for %d rank%s", r->map.host[r->rank], have,
+             share, share == 1 ? "" : "s");
+  else
+    snprintf(p->line + at, sizeof p->line - (size_t)at,
+             "cgroup %.100s has %s left below memory.max for %d rank%s", a.cgroup, have, share,
+             share == 1 ? "" : "s");
+  return 0;
+}
+
+/* Every rank's verdict gathered on rank 0, which prints one line per short
+ * rank; agreed: exit 1 on every rank when one does not fit. */
+static int
+run_preflight(run_t *r)
+{
+  if (!r->materialize || r->o.force)
+    return 0;
+  preflight_rec_t mine, *all = NULL;
+  dbuf_diag_t d;
+  memset(&mine, 0, sizeof mine);
+  dbuf_diag_clear(&d);
+  int rc = preflight_local(r, &mine, &d);
+  if (rc == 0 && r->rank == 0 && (all = calloc((size_t)r->size, sizeof *all)) == NULL)
+    rc = diag_oom(&d);
+  /* A bad policy (node:99) fails as the allocation would, in its phase. */
+  if ((rc = dbuf_comm_agree_diag(r->ctx, rc, &d)) != 0) {
+    cli_err("%s", d.msg);
+    free(all);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  set_phase(r, "memory pre-flight");
+  if ((rc = dbuf_comm_gather(r->ctx, &mine, sizeof mine, all)) != 0) {
+    cli_err("memory pre-flight: %s", dbuf_strerror(rc));
+    free(all);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  int nshort = 0;
+  for (int k = 0; r->rank == 0 && k < r->size; k++) {
+    if (!all[k].short_of)
+      continue;
+    all[k].line[sizeof all[k].line - 1] = '\0';
+    if (nshort++ == 0)
+      cli_err("memory pre-flight: the buffers do not fit; nothing was allocated "
+              "(--force skips this check)");
+    fprintf(stderr, "dbuf-shard: %s\n", all[k].line);
+  }
+  free(all);
+  return phase_end(r, nshort > 0 ? CLI_EXIT_FAIL : 0);
+}
+
+/* Write the pattern into buffer b's segment (the corrupt and kill faults
+ * act here) and record where its pages are. */
+static int
+fill_buffer(run_t *r, int64_t i, progress_t *pr)
+{
+  run_buf_t *b = &r->buf[i];
+  double f0 = MPI_Wtime();
+  int rc = dbuf_pattern_fill(b->use, b->start, b->end, dbuf_seg_ptr(b->seg), b->elem_size,
+                             on_progress, pr);
+  b->fill_s = MPI_Wtime() - f0;
+  if (rc == 0 && i == r->fault_buf && r->fault.corrupt == r->rank && b->end > b->start)
+    corrupt_one(b->use, b->start, b->end, dbuf_seg_ptr(b->seg), b->elem_size);
+  if (i == r->fault_buf && r->fault.kill == r->rank)
+    raise(SIGKILL); /* a rank dying mid-run: the launcher must end the job */
+  return rc;
+}
+
+/* The record of this rank's segments: bound only if every one is, the
+ * first one's nodes and note, the least fraction of pages on node. */
+static void
+segment_record(run_t *r)
 {
   run_rank_rec_t *x = &r->rec;
-  int64_t es = r->o.plan.elem_size;
-  progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0};
-  double f0 = MPI_Wtime();
-  int rc = dbuf_pattern_fill(r->use, r->start, r->end, dbuf_seg_ptr(r->seg), es, on_progress,
-                             &pr);
-  x->fill_s = MPI_Wtime() - f0;
-  x->gbps = x->fill_s > 0 ? (double)r->bytes / x->fill_s / 1e9 : 0;
-  if (rc == 0 && r->fault.corrupt == r->rank && r->end > r->start)
-    corrupt_one(r->use, r->start, r->end, dbuf_seg_ptr(r->seg), es);
-  if (r->fault.kill == r->rank)
-    raise(SIGKILL); /* a rank dying mid-run: the launcher must end the job */
-  if (rc == 0)
-    dbuf_seg_locate(r->seg, &x->on_node, NULL, NULL);
-  x->materialized = rc == 0;
-  x->mem_bound = dbuf_seg_is_bound(r->seg);
-  x->hugepage = dbuf_seg_hugepage(r->seg);
-  x->locked = dbuf_seg_is_locked(r->seg);
-  snprintf(x->numa, sizeof x->numa, "%s", dbuf_seg_nodes(r->seg));
-  snprintf(x->note, sizeof x->note, "%s", dbuf_seg_note(r->seg));
-  return rc;
+  double fill = 0;
+  x->materialized = 1;
+  x->mem_bound = x->locked = 1;
+  x->hugepage = 0;
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    const run_buf_t *b = &r->buf[i];
+    double on = -1;
+    fill += b->fill_s;
+    if (b->bytes > 0 && dbuf_seg_locate(b->seg, &on, NULL, NULL) == 0 && on >= 0 &&
+        (x->on_node < 0 || on < x->on_node))
+      x->on_node = on;
+    x->mem_bound &= dbuf_seg_is_bound(b->seg) != 0;
+    x->locked &= dbuf_seg_is_locked(b->seg) != 0;
+    x->hugepage |= dbuf_seg_hugepage(b->seg) != 0;
+    if (i == 0)
+      snprintf(x->numa, sizeof x->numa, "%s", dbuf_seg_nodes(b->seg));
+    if (x->note[0] == '\0')
+      snprintf(x->note, sizeof x->note, "%s", dbuf_seg_note(b->seg));
+  }
+  x->fill_s = fill;
+  x->gbps = fill > 0 ? (double)r->bytes / fill / 1e9 : 0;
 }
 
 static int
@@ -755,40 +1077,73 @@ run_materialize(run_t *r)
 {
   set_phase(r, "materialization");
   double t0 = MPI_Wtime();
-  if (r->materialize) {
-    dbuf_diag_t d;
-    if (r->rank == 0 && !r->o.quiet)
-      fprintf(stderr, "dbuf-shard: materializing %.2f GiB on %d ranks\n",
-              (double)dbuf_layout_size(r->l) * (double)r->o.plan.elem_size / GIB, r->size);
-    dbuf_diag_clear(&d);
-    d.code = bind_and_allocate(r, &d);
-    int rc = dbuf_comm_agree_diag(r->ctx, d.code, &d);
-    if (rc == 0) {
-      rc = fill_segment(r);
-      snprintf(d.msg, sizeof d.msg, "writing the segment: %s", dbuf_strerror(rc));
-      rc = dbuf_comm_agree_diag(r->ctx, rc, &d);
-    }
-    if (rc != 0) {
-      cli_err("%s", d.msg);
-      return phase_end(r, cli_exit_code(rc));
+  if (!r->materialize)
+    return 0;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  d.code = bind_rank(r, &d);
+  int rc = dbuf_comm_agree_diag(r->ctx, d.code, &d);
+  if (rc != 0) {
+    cli_err("%s", d.msg);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  if ((rc = run_preflight(r)) != 0)
+    return rc;
+  set_phase(r, "materialization");
+  if (r->rank == 0 && !r->o.quiet) {
+    dbuf_plan_totals_t tot;
+    double gib = dbuf_plan_totals(r->plan, &tot) == 0 ? (double)tot.buffer_bytes / GIB : 0;
+    if (r->nbuf == 1)
+      fprintf(stderr, "dbuf-shard: materializing %.2f GiB on %d ranks\n", gib, r->size);
+    else
+      fprintf(stderr, "dbuf-shard: materializing %.2f GiB in %" PRId64 " buffers on %d ranks\n",
+              gib, r->nbuf, r->size);
+  }
+  const unsigned flags = DBUF_SEG_HUGEPAGE | (r->o.lock ? DBUF_SEG_LOCK : 0u);
+  for (int64_t i = 0; i < r->nbuf && d.code == 0; i++) {
+    if ((d.code = dbuf_seg_alloc(r->topo, r->buf[i].bytes, &r->o.membind, flags, &r->buf[i].seg,
+                                 &d)) != 0 && r->nbuf > 1) {
+      char m[DBUF_DIAG_LEN];
+      snprintf(m, sizeof m, "%s", d.msg);
+      snprintf(d.msg, sizeof d.msg, "buffer %s: %.300s", r->buf[i].name, m);
     }
   }
+  rc = dbuf_comm_agree_diag(r->ctx, d.code, &d);
+  if (rc == 0) {
+    progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0};
+    for (int64_t i = 0; i < r->nbuf && rc == 0; i++)
+      rc = fill_buffer(r, i, &pr);
+    snprintf(d.msg, sizeof d.msg, "writing the segment: %s", dbuf_strerror(rc));
+    rc = dbuf_comm_agree_diag(r->ctx, rc, &d);
+  }
+  if (rc != 0) {
+    cli_err("%s", d.msg);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  segment_record(r);
   r->tm.materialize = MPI_Wtime() - t0;
   return 0;
 }
 
-/* Every element locally, samples on rank 0. */
+/* Every element locally, samples on rank 0, buffer by buffer. */
 static int
 run_verify(run_t *r)
 {
   set_phase(r, "data verification");
   double t0 = MPI_Wtime();
   int rc = 0;
+  r->vd.local_ok = 1;
   if (r->materialize) {
     if (r->rank == 0 && !r->o.quiet)
       fprintf(stderr, "dbuf-shard: verifying\n");
-    rc = dbuf_comm_verify_data(r->ctx, r->use, r->start, r->end, dbuf_seg_ptr(r->seg),
-                               r->o.plan.elem_size, SAMPLE_ROWS, &r->vd);
+    for (int64_t i = 0; i < r->nbuf && (rc == 0 || rc == DBUF_EVERIFY); i++) {
+      run_buf_t *b = &r->buf[i];
+      int brc = dbuf_comm_verify_data(r->ctx, b->use, b->start, b->end, dbuf_seg_ptr(b->seg),
+                                      b->elem_size, SAMPLE_ROWS, &b->vd);
+      verdict_merge(r, &r->vd, &b->vd, b);
+      if (brc != 0 && (rc == 0 || brc != DBUF_EVERIFY))
+        rc = brc;
+    }
     if (rc != 0 && rc != DBUF_EVERIFY) {
       cli_err("data verification failed: %s", dbuf_strerror(rc));
       return phase_end(r, cli_exit_code(rc));
@@ -798,35 +1153,64 @@ run_verify(run_t *r)
   return 0;
 }
 
+/* The report's view of the buffers (rank 0): borrowed from r. */
+static run_buffer_sum_t *
+buffer_sums(const run_t *r)
+{
+  run_buffer_sum_t *v = calloc((size_t)r->nbuf, sizeof *v);
+  for (int64_t i = 0; v != NULL && i < r->nbuf; i++) {
+    const run_buf_t *b = &r->buf[i];
+    v[i] = (run_buffer_sum_t){.unit = b->unit, .dtype = dbuf_dtype_name(b->dtype),
+                              .elem_size = b->elem_size, .l = b->l, .digest = b->digest,
+                              .structure_ok = b->vs.code == 0,
+                              .data_ok = r->materialize ? b->vd.code == 0 : -1,
+                              .problems = b->vs.problems + (r->materialize ? b->vd.problems : 0),
+                              .message = b->vs.code != 0 ? b->vs.msg
+                                         : r->materialize && b->vd.code != 0 ? b->vd.msg
+                                                                             : ""};
+  }
+  return v;
+}
+
 /* Rank 0: the report for people on stdout, every problem on stderr with
  * their count, and the JSON.  Returns CLI_EXIT_*. */
 static int
-write_report(run_t *r, const run_rank_rec_t *recs, const run_summary_t *s)
+write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
 {
-  dbuf_nodes_t *nodes = NULL;
   dbuf_diag_t d;
   int code = 0;
-  if (dbuf_nodes_create(r->l, r->size, r->map.node_of_rank, r->map.nnodes, r->map.node_name,
-                        r->o.plan.elem_size, &nodes, &d) != 0) {
-    cli_err("node report: %s", d.msg);
-    return cli_exit_code(d.code);
+  run_buffer_sum_t *bs = buffer_sums(r);
+  if (bs == NULL) {
+    cli_err("report: out of memory");
+    return CLI_EXIT_FAIL;
   }
-  if (run_report_text(stdout, r->l, s, recs, nodes, &r->tm, &d) != 0) {
+  s->buffers = bs;
+  s->nbuffers = r->nbuf;
+  for (int64_t i = 0; i < r->nbuf && code == 0; i++) {
+    if (dbuf_nodes_create(bs[i].l, r->size, r->map.node_of_rank, r->map.nnodes,
+                          r->map.node_name, bs[i].elem_size, &bs[i].nodes, &d) != 0) {
+      cli_err("node report: %s", d.msg);
+      code = cli_exit_code(d.code);
+    }
+  }
+  if (code == 0 && run_report_text(stdout, s, recs, &r->tm, &d) != 0) {
     cli_err("report: %s", d.msg);
     code = cli_exit_code(d.code);
   }
   fflush(stdout);
-  if (!s->pass)
+  if (code == 0 && !s->pass)
     run_report_problems_err(s);
-  if (r->o.report != NULL) {
-    char *json = run_report_json(r->l, s, recs, nodes, &r->tm);
+  if (code == 0 && r->o.report != NULL) {
+    char *json = run_report_json(s, recs, &r->tm);
     int w = json == NULL ? CLI_EXIT_FAIL : cli_write_output(r->o.report, json, strlen(json));
     if (json == NULL)
       cli_err("%s: out of memory writing the report", r->o.report);
     free(json);
     code = w > code ? w : code;
   }
-  dbuf_nodes_destroy(nodes);
+  for (int64_t i = 0; i < r->nbuf; i++)
+    dbuf_nodes_destroy(bs[i].nodes);
+  free(bs);
   return code;
 }
 
@@ -854,7 +1238,8 @@ run_report(run_t *r)
   if (r->rank == 0) {
     run_summary_t s = {.nranks = r->size, .per_rank = r->per, .digest = r->digest,
                        .materialize = r->o.materialize, .membind = r->o.membind_text,
-                       .pass = pass, .problems = v->problems, .message = v->msg};
+                       .pass = pass, .problems = v->problems, .message = v->msg,
+                       .units = r->o.plan.units ? r->o.plan.units : "none"};
     char src[1100], **lines = NULL;
     snprintf(src, sizeof src, "%s", r->what);
     cli_report_opts(&r->o.plan, src, &s.report);
@@ -876,11 +1261,14 @@ static void
 run_free(run_t *r)
 {
   cli_problems_free(&r->probs);
-  dbuf_seg_free(r->seg);
+  for (int64_t i = 0; r->buf != NULL && i < r->nbuf; i++) {
+    dbuf_seg_free(r->buf[i].seg);
+    dbuf_layout_destroy(r->buf[i].stale);
+  }
+  free(r->buf);
   dbuf_topo_destroy(r->topo);
-  dbuf_layout_destroy(r->stale);
-  dbuf_layout_destroy(r->l);
-  dbuf_layout_destroy(r->planned);
+  dbuf_plan_destroy(r->plan);
+  dbuf_plan_destroy(r->planned);
   dbuf_tensors_destroy(r->t);
   dbuf_comm_nodemap_free(&r->map);
   cli_plan_opts_free(&r->o.plan);

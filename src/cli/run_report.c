@@ -42,10 +42,12 @@ fmt_pos(char *buf, size_t len, const dbuf_layout_t *l, int64_t t, int64_t row)
   return buf;
 }
 
+static void crossing_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n);
+
 void
 cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n)
 {
-  char a[32], b[32], c[32], rk[256];
+  char a[32], b[32], rk[256];
   int nn = dbuf_nodes_count(n);
   fprintf(f, "Nodes (%d):\n", nn);
   fprintf(f, "  %-4s %-16s %-10s %-32s %16s %10s\n", "node", "host", "ranks", "global range",
@@ -64,13 +66,21 @@ cli_nodes_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n)
             dbuf_report_count(a, sizeof a, in.elements),
             dbuf_report_bytes(b, sizeof b, in.bytes));
   }
-  int64_t nc = dbuf_nodes_ncrossing(n);
   if (nn < 2)
     return;
-  if (nc == 0) {
+  if (dbuf_nodes_ncrossing(n) == 0) {
     fprintf(f, "Tensors crossing node boundaries: none\n");
     return;
   }
+  crossing_print(f, l, n);
+}
+
+/* "Tensors crossing node boundaries (N):" and one line per tensor. */
+static void
+crossing_print(FILE *f, const dbuf_layout_t *l, const dbuf_nodes_t *n)
+{
+  char c[32];
+  int64_t nc = dbuf_nodes_ncrossing(n);
   fprintf(f, "Tensors crossing node boundaries (%" PRId64 "):\n", nc);
   for (int64_t i = 0; i < nc; i++) {
     dbuf_node_crossing_t cr;
@@ -153,15 +163,120 @@ plan_lines(FILE *f, const dbuf_layout_t *l, const run_summary_t *s, dbuf_diag_t 
   return 0;
 }
 
+/* Figures of one buffer, or of the sum of all (overflow-checked by the plan
+ * before the run: the sums here stay below its totals). */
+typedef struct {
+  int64_t tensors, elements, logical, padding, bytes, split;
+} buf_fig_t;
+
+static void
+buf_fig(const run_buffer_sum_t *b, buf_fig_t *x, buf_fig_t *tot)
+{
+  dbuf_layout_stats_t st;
+  dbuf_layout_stats(b->l, &st);
+  x->tensors = dbuf_layout_ntensors(b->l);
+  x->elements = dbuf_layout_size(b->l);
+  x->logical = st.logical;
+  x->padding = st.padding;
+  x->bytes = x->elements * b->elem_size;
+  x->split = st.split_tensors;
+  tot->tensors += x->tensors;
+  tot->elements += x->elements;
+  tot->logical += x->logical;
+  tot->padding += x->padding;
+  tot->bytes += x->bytes;
+  tot->split += x->split;
+}
+
+/* Several buffers: one line each, and the totals. */
+static void
+plan_buffer_lines(FILE *f, const run_summary_t *s)
+{
+  char a[32], b[32], c[32], e[32];
+  buf_fig_t x, tot = {0};
+  const dbuf_layout_t *l0 = s->buffers[0].l;
+  fprintf(f, "Plan: %s, %" PRId64 " buffers (units %s), layout %s, dp %d\n", s->report.source,
+          s->nbuffers, s->units, dbuf_layout_kind_name(dbuf_layout_kind(l0)),
+          dbuf_layout_nranks(l0));
+  fprintf(f, "  %-32s %-9s %8s %16s %12s %14s %7s %s\n", "unit", "dtype", "tensors", "elements",
+          "bytes", "padding", "split", "verify");
+  for (int64_t i = 0; i < s->nbuffers; i++) {
+    const run_buffer_sum_t *bs = &s->buffers[i];
+    buf_fig(bs, &x, &tot);
+    fprintf(f, "  %-32s %-9s %8" PRId64 " %16s %12s %14s %7" PRId64 " %s\n", bs->unit, bs->dtype,
+            x.tensors, dbuf_report_count(a, sizeof a, x.elements),
+            dbuf_report_bytes(b, sizeof b, x.bytes), dbuf_report_count(c, sizeof c, x.padding),
+            x.split, !bs->structure_ok || bs->data_ok == 0 ? "FAIL" : "ok");
+  }
+  fprintf(f, "  %-32s %-9s %8" PRId64 " %16s %12s %14s %7" PRId64 "\n", "total", "", tot.tensors,
+          dbuf_report_count(a, sizeof a, tot.elements), dbuf_report_bytes(b, sizeof b, tot.bytes),
+          dbuf_report_count(c, sizeof c, tot.padding), tot.split);
+  fprintf(f, "  padding %s of %s elements (%.2f%%)\n", dbuf_report_count(c, sizeof c, tot.padding),
+          dbuf_report_count(e, sizeof e, tot.elements),
+          tot.elements > 0 ? 100.0 * (double)tot.padding / (double)tot.elements : 0.0);
+  fprintf(f, "Ranks: dp %d on %d MPI ranks (%d segment%s per rank), plan checksum %016" PRIx64
+             "\n",
+          dbuf_layout_nranks(l0), s->nranks, s->per_rank, s->per_rank == 1 ? "" : "s",
+          s->digest);
+}
+
+/* Several buffers: the nodes with their bytes over every buffer, then the
+ * tensors crossing node boundaries, buffer by buffer. */
+static void
+nodes_print_buffers(FILE *f, const run_summary_t *s)
+{
+  char a[32], b[32], rk[256];
+  const dbuf_nodes_t *n0 = s->buffers[0].nodes;
+  int nn = dbuf_nodes_count(n0);
+  fprintf(f, "Nodes (%d), over the %" PRId64 " buffers:\n", nn, s->nbuffers);
+  fprintf(f, "  %-4s %-16s %-10s %16s %10s\n", "node", "host", "ranks", "elements", "bytes");
+  for (int i = 0; i < nn; i++) {
+    dbuf_node_info_t in;
+    int64_t el = 0, by = 0;
+    for (int64_t k = 0; k < s->nbuffers; k++) {
+      dbuf_nodes_info(s->buffers[k].nodes, i, &in);
+      el += in.elements;
+      by += in.bytes;
+    }
+    dbuf_nodes_info(n0, i, &in);
+    fprintf(f, "  %-4d %-16s %-10s %16s %10s\n", i, in.name,
+            fmt_ranks(rk, sizeof rk, in.ranks, in.nranks), dbuf_report_count(a, sizeof a, el),
+            dbuf_report_bytes(b, sizeof b, by));
+  }
+  if (nn < 2)
+    return;
+  int64_t any = 0;
+  for (int64_t k = 0; k < s->nbuffers; k++) {
+    if (dbuf_nodes_ncrossing(s->buffers[k].nodes) == 0)
+      continue;
+    any++;
+    fprintf(f, "Buffer %s/%s: ", s->buffers[k].unit, s->buffers[k].dtype);
+    crossing_print(f, s->buffers[k].l, s->buffers[k].nodes);
+  }
+  if (any == 0)
+    fprintf(f, "Tensors crossing node boundaries: none\n");
+}
+
+/* The layout a record's first or last position names. */
+static const dbuf_layout_t *
+buf_layout(const run_summary_t *s, int32_t b)
+{
+  return b >= 0 && b < s->nbuffers ? s->buffers[b].l : s->buffers[0].l;
+}
+
 int
-run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
-                const run_rank_rec_t *recs, const dbuf_nodes_t *n, const run_timings_t *t,
-                dbuf_diag_t *d)
+run_report_text(FILE *f, const run_summary_t *s, const run_rank_rec_t *recs,
+                const run_timings_t *t, dbuf_diag_t *d)
 {
   char a[32], b[32], by[32], p1[160], p2[160], pn[16], gb[16];
-  int rc = plan_lines(f, l, s, d);
-  if (rc != 0)
-    return rc;
+  const dbuf_layout_t *l = s->buffers[0].l;
+  if (s->nbuffers == 1) {
+    int rc = plan_lines(f, l, s, d);
+    if (rc != 0)
+      return rc;
+  } else {
+    plan_buffer_lines(f, s);
+  }
   fprintf(f, "Memory: %s%s\n", s->materialize ? "membind " : "not materialized (--no-materialize)",
           s->materialize ? s->membind : "");
   /* Memory binding (membind: read back from the kernel) and CPU binding
@@ -184,17 +299,21 @@ run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
             x->host, x->numa[0] ? x->numa : "-",
             !x->materialized ? "-" : x->mem_bound ? "yes" : "no",
             !x->cpus[0] ? "-" : x->cpu_bound ? x->cpus : "none",
-            dbuf_report_count(a, sizeof a, x->offset),
+            x->offset < 0 ? "-" : dbuf_report_count(a, sizeof a, x->offset),
             dbuf_report_count(b, sizeof b, x->elements), dbuf_report_bytes(by, sizeof by, x->bytes),
-            fmt_pos(p1, sizeof p1, l, x->first_tensor, x->first_row),
-            fmt_pos(p2, sizeof p2, l, x->last_tensor, x->last_row), pn, gb,
+            fmt_pos(p1, sizeof p1, buf_layout(s, x->first_buf), x->first_tensor, x->first_row),
+            fmt_pos(p2, sizeof p2, buf_layout(s, x->last_buf), x->last_tensor, x->last_row), pn,
+            gb,
             x->verify[0] ? x->verify : "-");
   }
   for (int r = 0; r < s->nranks; r++)
     if (recs[r].note[0])
       fprintf(f, "  note: rank %d: %s\n", r, recs[r].note);
   fputc('\n', f);
-  cli_nodes_print(f, l, n);
+  if (s->nbuffers == 1)
+    cli_nodes_print(f, l, s->buffers[0].nodes);
+  else
+    nodes_print_buffers(f, s);
   fprintf(f, "\nTimings: plan %.3f s, broadcast %.3f s, validate %.3f s, materialize %.3f s, "
              "verify %.3f s, total %.3f s\n",
           t->plan, t->broadcast, t->validate, t->materialize, t->verify, t->total);
@@ -233,37 +352,135 @@ problems_json(const run_summary_t *s)
   return a;
 }
 
-char *
-run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_rec_t *recs,
-                const dbuf_nodes_t *n, const run_timings_t *t)
+/* The plan object: one buffer's figures, or the totals of several (then
+ * chunk_size is null, dtype "mixed" and elem_size 0 when the dtypes differ). */
+static json_t *
+plan_json(const run_summary_t *s)
 {
-  dbuf_layout_stats_t st;
+  const run_buffer_sum_t *b0 = &s->buffers[0];
+  const dbuf_layout_t *l = b0->l;
+  buf_fig_t x, tot = {0};
+  const char *dtype = s->nbuffers == 1 ? s->report.dtype : b0->dtype;
+  int64_t es = s->nbuffers == 1 ? s->report.elem_size : b0->elem_size;
+  for (int64_t i = 0; i < s->nbuffers; i++) {
+    buf_fig(&s->buffers[i], &x, &tot);
+    if (s->nbuffers > 1 && strcmp(s->buffers[i].dtype, dtype) != 0) {
+      dtype = "mixed";
+      es = 0;
+    }
+  }
+  if (s->nbuffers == 1)
+    tot.bytes = tot.elements * s->report.elem_size;
   char dig[32];
-  dbuf_layout_stats(l, &st);
   snprintf(dig, sizeof dig, "%016" PRIx64, s->digest);
   json_t *plan = json_pack(
       "{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:s}",
       "source", s->report.source, "layout", dbuf_layout_kind_name(dbuf_layout_kind(l)), "dp",
       dbuf_layout_nranks(l), "nranks", s->nranks, "segments_per_rank", s->per_rank,
       "block_size", (json_int_t)dbuf_layout_block_size(l), "chunk_size",
-      (json_int_t)dbuf_layout_chunk_size(l), "tensors", (json_int_t)dbuf_layout_ntensors(l),
-      "size", (json_int_t)dbuf_layout_size(l), "logical", (json_int_t)st.logical, "padding",
-      (json_int_t)st.padding, "dtype", s->report.dtype, "elem_size", (json_int_t)s->report.elem_size,
-      "bytes", (json_int_t)(dbuf_layout_size(l) * s->report.elem_size), "split_tensors",
-      (json_int_t)st.split_tensors, "checksum", dig);
+      (json_int_t)dbuf_layout_chunk_size(l), "tensors", (json_int_t)tot.tensors, "size",
+      (json_int_t)tot.elements, "logical", (json_int_t)tot.logical, "padding",
+      (json_int_t)tot.padding, "dtype", dtype, "elem_size", (json_int_t)es, "bytes",
+      (json_int_t)tot.bytes, "split_tensors", (json_int_t)tot.split, "checksum", dig);
+  if (s->nbuffers > 1) {
+    json_object_set_new(plan, "chunk_size", json_null());
+    json_object_set_new(plan, "buffers", json_integer((json_int_t)s->nbuffers));
+    json_object_set_new(plan, "units", json_string(s->units));
+  }
+  return plan;
+}
+
+/* The buffers array: per buffer its unit, dtype, layout figures, verdicts and
+ * the tensors crossing node boundaries. */
+static json_t *
+buffers_json(const run_summary_t *s)
+{
+  json_t *a = json_array();
+  for (int64_t i = 0; i < s->nbuffers; i++) {
+    const run_buffer_sum_t *b = &s->buffers[i];
+    buf_fig_t x, tot = {0};
+    char dig[32];
+    buf_fig(b, &x, &tot);
+    snprintf(dig, sizeof dig, "%016" PRIx64, b->digest);
+    json_t *nodes = cli_nodes_json(b->l, b->nodes);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:o, s:I, s:s, "
+        "s:O}",
+        "unit", b->unit, "dtype", b->dtype, "elem_size", (json_int_t)b->elem_size, "tensors",
+        (json_int_t)x.tensors, "block_size", (json_int_t)dbuf_layout_block_size(b->l),
+        "chunk_size", (json_int_t)dbuf_layout_chunk_size(b->l), "size", (json_int_t)x.elements,
+        "logical", (json_int_t)x.logical, "padding", (json_int_t)x.padding, "bytes",
+        (json_int_t)x.bytes, "split_tensors", (json_int_t)x.split, "checksum", dig, "structure",
+        b->structure_ok ? "PASS" : "FAIL", "data",
+        b->data_ok < 0 ? json_null() : json_string(b->data_ok ? "PASS" : "FAIL"), "problem_count",
+        (json_int_t)b->problems, "message", b->message ? b->message : "", "crossing",
+        json_object_get(nodes, "crossing"));
+    json_decref(nodes);
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+/* Several buffers: the node table with every buffer's elements and bytes
+ * summed (no ranges: each buffer has its own), and every crossing tensor
+ * with its buffer's index. */
+static void
+nodes_json_buffers(const run_summary_t *s, json_t **nodes, json_t **cross)
+{
+  *nodes = json_array();
+  *cross = json_array();
+  int nn = dbuf_nodes_count(s->buffers[0].nodes);
+  for (int i = 0; i < nn; i++) {
+    dbuf_node_info_t in;
+    int64_t el = 0, by = 0;
+    for (int64_t k = 0; k < s->nbuffers; k++) {
+      dbuf_nodes_info(s->buffers[k].nodes, i, &in);
+      el += in.elements;
+      by += in.bytes;
+    }
+    dbuf_nodes_info(s->buffers[0].nodes, i, &in);
+    json_t *ranks = json_array();
+    for (int k = 0; k < in.nranks; k++)
+      json_array_append_new(ranks, json_integer(in.ranks[k]));
+    json_array_append_new(*nodes, json_pack("{s:s, s:i, s:o, s:I, s:I}", "host", in.name, "node",
+                                            i, "ranks", ranks, "elements", (json_int_t)el,
+                                            "bytes", (json_int_t)by));
+  }
+  for (int64_t k = 0; k < s->nbuffers; k++) {
+    json_t *one = cli_nodes_json(s->buffers[k].l, s->buffers[k].nodes), *c;
+    size_t i;
+    json_array_foreach(json_object_get(one, "crossing"), i, c) {
+      json_object_set_new(c, "buffer", json_integer((json_int_t)k));
+      json_array_append(*cross, c);
+    }
+    json_decref(one);
+  }
+}
+
+char *
+run_report_json(const run_summary_t *s, const run_rank_rec_t *recs, const run_timings_t *t)
+{
+  json_t *plan = plan_json(s);
   json_t *ranks = json_array();
   for (int r = 0; r < s->nranks; r++) {
     const run_rank_rec_t *x = &recs[r];
+    const dbuf_layout_t *lf = buf_layout(s, x->first_buf), *ll = buf_layout(s, x->last_buf);
     json_t *o = json_pack(
-        "{s:i, s:s, s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:s, "
+        "{s:i, s:s, s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:I, s:I, s:o, s:o, s:s, "
         "s:s}",
         "rank", x->rank, "host", x->host, "node", x->node, "numa", x->numa, "cpus", x->cpus,
         "cpu_bound", x->cpu_bound, "bound", x->mem_bound, "hugepage", x->hugepage, "locked",
-        x->locked, "materialized", x->materialized, "offset", (json_int_t)x->offset, "end",
-        (json_int_t)x->end, "elements", (json_int_t)x->elements, "bytes", (json_int_t)x->bytes,
-        "first", pos_json(l, x->first_tensor, x->first_row), "last",
-        pos_json(l, x->last_tensor, x->last_row), "verify", x->verify_ok ? "ok" : x->verify,
+        x->locked, "materialized", x->materialized, "offset",
+        x->offset < 0 ? json_null() : json_integer((json_int_t)x->offset), "end",
+        x->end < 0 ? json_null() : json_integer((json_int_t)x->end), "elements",
+        (json_int_t)x->elements, "bytes", (json_int_t)x->bytes, "first",
+        pos_json(lf, x->first_tensor, x->first_row), "last",
+        pos_json(ll, x->last_tensor, x->last_row), "verify", x->verify_ok ? "ok" : x->verify,
         "note", x->note);
+    if (s->nbuffers > 1 && x->first_tensor >= 0) {
+      json_object_set_new(json_object_get(o, "first"), "buffer", json_integer(x->first_buf));
+      json_object_set_new(json_object_get(o, "last"), "buffer", json_integer(x->last_buf));
+    }
     json_object_set_new(o, "pages_on_node",
                         x->materialized && x->on_node >= 0 ? json_real(x->on_node) : json_null());
     json_object_set_new(o, "fill_seconds", x->materialized ? json_real(x->fill_s) : json_null());
@@ -271,18 +488,25 @@ run_report_json(const dbuf_layout_t *l, const run_summary_t *s, const run_rank_r
                                                                     : json_null());
     json_array_append_new(ranks, o);
   }
-  json_t *nodes = cli_nodes_json(l, n);
+  json_t *nodes, *cross;
+  if (s->nbuffers == 1) {
+    json_t *both = cli_nodes_json(s->buffers[0].l, s->buffers[0].nodes);
+    nodes = json_incref(json_object_get(both, "nodes"));
+    cross = json_incref(json_object_get(both, "crossing"));
+    json_decref(both);
+  } else {
+    nodes_json_buffers(s, &nodes, &cross);
+  }
   json_t *doc = json_pack(
-      "{s:s, s:i, s:s, s:o, s:I, s:s, s:o, s:s, s:b, s:o, s:O, s:O, s:{s:f, s:f, s:f, s:f, "
-      "s:f, s:f}}",
+      "{s:s, s:i, s:s, s:o, s:I, s:s, s:o, s:s, s:b, s:o, s:o, s:o, s:{s:f, s:f, s:f, s:f, "
+      "s:f, s:f}, s:o}",
       "format", "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict",
       s->pass ? "PASS" : "FAIL", "problems", problems_json(s), "problem_count",
       (json_int_t)s->problems, "message", s->message ? s->message : "", "plan", plan,
-      "membind", s->membind, "materialize", s->materialize, "ranks", ranks, "nodes",
-      json_object_get(nodes, "nodes"), "crossing", json_object_get(nodes, "crossing"),
-      "timings", "plan", t->plan, "broadcast", t->broadcast, "validate", t->validate,
-      "materialize", t->materialize, "verify", t->verify, "total", t->total);
-  json_decref(nodes);
+      "membind", s->membind, "materialize", s->materialize, "ranks", ranks, "nodes", nodes,
+      "crossing", cross, "timings", "plan", t->plan, "broadcast", t->broadcast, "validate",
+      t->validate, "materialize", t->materialize, "verify", t->verify, "total", t->total,
+      "buffers", buffers_json(s));
   return dump_doc(doc);
 }
 

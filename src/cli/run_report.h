@@ -20,9 +20,10 @@ typedef struct run_rank_rec {
   int32_t mem_bound;        /* memory binding really happened (read back) */
   int32_t hugepage, locked;
   int32_t verify_ok;        /* this rank's own checks passed */
-  int64_t offset, end;      /* global range [offset, end) */
+  int64_t offset, end;      /* global range [offset, end); -1 with several buffers */
   int64_t elements, bytes;
   int64_t first_tensor, first_row, last_tensor, last_row; /* -1: none */
+  int32_t first_buf, last_buf; /* the buffers of first and last, -1: none */
   double on_node;           /* fraction of pages on the intended nodes, -1 unknown */
   double fill_s, gbps;
   char host[256];
@@ -35,6 +36,18 @@ typedef struct run_rank_rec {
 typedef struct run_timings {
   double plan, broadcast, validate, materialize, verify, total;
 } run_timings_t;
+
+/* One buffer as the report sees it (borrowed from the run). */
+typedef struct run_buffer_sum {
+  const char *unit, *dtype;   /* unit name, dtype short name */
+  int64_t elem_size;
+  const dbuf_layout_t *l;
+  uint64_t digest;            /* its layout's digest */
+  int structure_ok, data_ok;  /* agreed verdicts; data_ok -1: not materialized */
+  int64_t problems;           /* found in this buffer, both verifications */
+  const char *message;        /* its first problem, or "" */
+  dbuf_nodes_t *nodes;        /* its node report */
+} run_buffer_sum_t;
 
 typedef struct run_summary {
   dbuf_report_opts_t report; /* source, dtype, elem_size, align_bytes of the plan */
@@ -51,6 +64,10 @@ typedef struct run_summary {
   const char *verdict;      /* "FAIL" (a broken --layout-file) or "ERROR" */
   const char *phase;        /* the phase that failed ("planning and broadcast") */
   int exit_code;            /* the exit status of every rank */
+  /* The plan's buffers (run_report_text and _json): */
+  const run_buffer_sum_t *buffers;
+  int64_t nbuffers;
+  const char *units;        /* the --units text ("none") */
 } run_summary_t;
 
 /* Version of the report JSON (2: "problems" is the array of problems,
@@ -66,13 +83,11 @@ json_t *cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n);
 /* The whole report for people; its plan section is the core's summary
  * (dbuf_report_write), as `plan --format summary` prints it.  Returns 0, or
  * the dbuf_report_write() error with d filled and nothing printed. */
-int run_report_text(FILE *f, const dbuf_layout_t *l, const run_summary_t *s,
-                    const run_rank_rec_t *recs, const dbuf_nodes_t *n,
+int run_report_text(FILE *f, const run_summary_t *s, const run_rank_rec_t *recs,
                     const run_timings_t *t, dbuf_diag_t *d);
 
 /* The whole report as JSON text (malloc'd, ends in a newline), or NULL. */
-char *run_report_json(const dbuf_layout_t *l, const run_summary_t *s,
-                      const run_rank_rec_t *recs, const dbuf_nodes_t *n,
+char *run_report_json(const run_summary_t *s, const run_rank_rec_t *recs,
                       const run_timings_t *t);
 
 /* The report of a run stopped before its end (bad input, a failed phase, a

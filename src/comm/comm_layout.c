@@ -18,10 +18,15 @@ agree_rc(dbuf_comm_t *ctx, int local_rc)
   return rc != 0 ? rc : g;
 }
 
-int
-dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
-                       const dbuf_layout_t *layout, int nranks_expected,
-                       dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
+/* The message of rank 0 (root_rc 0: the bytes encode() makes of obj) or its
+ * error, to every rank.  On 0 every rank holds *msg (malloc'd) and *len;
+ * otherwise every rank returns the same code with diag filled. */
+typedef int (*encode_fn)(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag);
+
+static int
+bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
+              const char *what, encode_fn encode, int out_ok, int64_t nranks_expected, void **msg,
+              int64_t *len, dbuf_diag_t *diag)
 {
   void *buf = NULL;
   int64_t hdr[2] = {0, 0}; /* rank 0's code; then message or payload bytes */
@@ -32,7 +37,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     return DBUF_EINVAL;
   dbuf_diag_clear(&local);
   int64_t global[2] = {nranks_expected, ctx->chunk};
-  rc = dbuf__comm_check_args(ctx, out != NULL && nranks_expected >= 0, 2, global,
+  rc = dbuf__comm_check_args(ctx, out_ok && msg != NULL && nranks_expected >= 0, 2, global,
                              (const char *const[]){"nranks_expected", "chunk size"}, local.msg,
                              sizeof local.msg);
   if (rc != 0) {
@@ -43,11 +48,11 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     return rc;
   }
   if (ctx->rank == 0) {
-    if (root_rc == 0 && layout == NULL) {
+    if (root_rc == 0 && obj == NULL) {
       root_rc = DBUF_EINVAL;
-      root_msg = "no layout to broadcast";
+      root_msg = "nothing to broadcast";
     }
-    if (root_rc == 0 && dbuf_wire_encode(layout, &buf, &hdr[1], &local) != 0) {
+    if (root_rc == 0 && encode(obj, &buf, &hdr[1], &local) != 0) {
       root_rc = local.code;
       root_msg = local.msg;
     }
@@ -60,36 +65,36 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
       hdr[1] = root_msg ? (int64_t)strnlen(root_msg, DBUF_DIAG_LEN - 1) : 0;
     }
   }
-  /* Everyone learns what follows: a failure message or the layout bytes. */
+  /* Everyone learns what follows: a failure message or the bytes. */
   if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS) {
     free(buf);
     return DBUF_EMPI;
   }
   if (hdr[0] != 0) {
-    char msg[DBUF_DIAG_LEN];
-    memset(msg, 0, sizeof msg);
+    char m[DBUF_DIAG_LEN];
+    memset(m, 0, sizeof m);
+    if (hdr[1] < 0 || hdr[1] >= DBUF_DIAG_LEN) /* rank 0 never sends that */
+      return DBUF_EMPI;
     if (ctx->rank == 0 && hdr[1] > 0)
-      memcpy(msg, root_msg, (size_t)hdr[1]);
-    if (MPI_Bcast(msg, (int)hdr[1], MPI_CHAR, 0, ctx->comm) != MPI_SUCCESS)
+      memcpy(m, root_msg, (size_t)hdr[1]);
+    if (MPI_Bcast(m, (int)hdr[1], MPI_CHAR, 0, ctx->comm) != MPI_SUCCESS)
       return DBUF_EMPI;
     if (diag != NULL) {
       diag->code = (int)hdr[0];
-      snprintf(diag->msg, sizeof diag->msg, "%s",
-               msg[0] ? msg : dbuf_strerror((int)hdr[0]));
+      snprintf(diag->msg, sizeof diag->msg, "%s", m[0] ? m : dbuf_strerror((int)hdr[0]));
     }
     return (int)hdr[0];
   }
   if (ctx->rank != 0 &&
-      ((uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
+      (hdr[1] < 0 || (uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
     rc = DBUF_ENOMEM;
   /* Never enter the chunked broadcast unless every rank has its buffer. */
   if ((rc = agree_rc(ctx, rc)) != 0) {
     free(buf);
     if (diag != NULL) {
       diag->code = rc;
-      snprintf(diag->msg, sizeof diag->msg,
-               "cannot receive the %" PRId64 "-byte layout: %s", hdr[1],
-               dbuf_strerror(rc));
+      snprintf(diag->msg, sizeof diag->msg, "cannot receive the %" PRId64 "-byte %s: %s",
+               hdr[1], what, dbuf_strerror(rc));
     }
     return rc;
   }
@@ -97,27 +102,64 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     free(buf);
     return rc;
   }
+  *msg = buf;
+  *len = hdr[1];
+  return 0;
+}
+
+/* A received layout's invariants and rank count; 0 or the code, msg filled. */
+static int
+check_received(const dbuf_layout_t *l, const char *what, int nranks_expected, dbuf_diag_t *local)
+{
+  dbuf_diag_t v;
+  dbuf_diag_clear(&v);
+  if (dbuf_layout_validate(l, NULL, NULL, NULL, &v) != 0) {
+    snprintf(local->msg, sizeof local->msg, "received %s: %.480s", what, v.msg);
+    return DBUF_ELAYOUT;
+  }
+  if (nranks_expected > 0 && dbuf_layout_nranks(l) != nranks_expected) {
+    snprintf(local->msg, sizeof local->msg, "received %s has %d segments, expected %d", what,
+             dbuf_layout_nranks(l), nranks_expected);
+    return DBUF_ENRANKS;
+  }
+  return 0;
+}
+
+static int
+encode_layout(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
+{
+  return dbuf_wire_encode(obj, buf, len, diag);
+}
+
+static int
+encode_plan(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
+{
+  return dbuf_wire_plan_encode(obj, buf, len, diag);
+}
+
+int
+dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                       const dbuf_layout_t *layout, int nranks_expected,
+                       dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
+{
+  void *buf = NULL;
+  int64_t len = 0;
+  dbuf_diag_t local;
+  int rc = bcast_message(ctx, root_rc, root_msg, layout, "layout", encode_layout,
+                         out != NULL, nranks_expected, &buf, &len, diag);
+  if (rc != 0)
+    return rc;
 
   /* Every rank, rank 0 included, decodes and re-validates what it received. */
   dbuf_layout_t *l = NULL;
   uint64_t sum = 0;
-  rc = dbuf_wire_decode(buf, hdr[1], &l, &local);
+  dbuf_diag_clear(&local);
+  rc = dbuf_wire_decode(buf, len, &l, &local);
   if (rc == 0)
-    dbuf_wire_checksum(buf, hdr[1], &sum);
+    dbuf_wire_checksum(buf, len, &sum);
   free(buf);
-  if (rc == 0) {
-    dbuf_diag_t v;
-    dbuf_diag_clear(&v);
-    if (dbuf_layout_validate(l, NULL, NULL, NULL, &v) != 0) {
-      rc = DBUF_ELAYOUT;
-      snprintf(local.msg, sizeof local.msg, "received layout: %.480s", v.msg);
-    } else if (nranks_expected > 0 && dbuf_layout_nranks(l) != nranks_expected) {
-      rc = DBUF_ENRANKS;
-      snprintf(local.msg, sizeof local.msg,
-               "received layout has %d segments, expected %d",
-               dbuf_layout_nranks(l), nranks_expected);
-    }
-  }
+  if (rc == 0)
+    rc = check_received(l, "layout", nranks_expected, &local);
   local.code = rc;
   rc = dbuf_comm_agree_diag(ctx, rc, &local);
   if (rc != 0) {
@@ -127,6 +169,51 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
     return rc;
   }
   *out = l;
+  if (digest != NULL)
+    *digest = sum;
+  return 0;
+}
+
+int
+dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                     const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
+                     uint64_t *digest, dbuf_diag_t *diag)
+{
+  void *buf = NULL;
+  int64_t len = 0;
+  dbuf_diag_t local;
+  int rc = bcast_message(ctx, root_rc, root_msg, plan, "plan", encode_plan,
+                         out != NULL, nranks_expected, &buf, &len, diag);
+  if (rc != 0)
+    return rc;
+
+  dbuf_plan_t *p = NULL;
+  dbuf_diag_clear(&local);
+  rc = dbuf_wire_plan_decode(buf, len, &p, &local);
+  uint64_t sum = 0; /* the trailer: a little-endian word */
+  for (int i = 0; rc == 0 && i < 8; i++)
+    sum |= (uint64_t)((const unsigned char *)buf)[len - 8 + i] << (8 * i);
+  free(buf);
+  if (rc == 0 && dbuf_plan_nbuffers(p) < 1) {
+    rc = DBUF_EFORMAT;
+    snprintf(local.msg, sizeof local.msg, "received plan has no buffer");
+  }
+  for (int64_t b = 0; rc == 0 && b < dbuf_plan_nbuffers(p); b++) {
+    dbuf_plan_buffer_t pb;
+    char what[128];
+    dbuf_plan_buffer(p, b, &pb);
+    snprintf(what, sizeof what, "buffer %.80s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
+    rc = check_received(pb.layout, what, nranks_expected, &local);
+  }
+  local.code = rc;
+  rc = dbuf_comm_agree_diag(ctx, rc, &local);
+  if (rc != 0) {
+    dbuf_plan_destroy(p);
+    if (diag != NULL)
+      *diag = local;
+    return rc;
+  }
+  *out = p;
   if (digest != NULL)
     *digest = sum;
   return 0;

@@ -3,6 +3,7 @@
 
 #include "core_internal.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,5 +512,193 @@ dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
     return rc;
   dbuf_wire_checksum(buf, len, digest);
   free(buf);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Plans: a list of (unit, dtype, layout message)                       */
+
+enum {
+  PLAN_HDR_SUM_AT = 56 /* header checksum word of a plan message */
+};
+
+/* Encode every buffer's layout once; the plan message copies them. */
+static void
+free_msgs(void **msg, int64_t n)
+{
+  for (int64_t i = 0; msg != NULL && i < n; i++)
+    free(msg[i]);
+  free(msg);
+}
+
+int
+dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_t *diag)
+{
+  if (p == NULL || buf == NULL || len == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  int64_t nb = dbuf_plan_nbuffers(p), total = DBUF_WIRE_PLAN_MIN_BYTES;
+  void **msg = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *msg);
+  int64_t *mlen = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *mlen);
+  int rc = msg == NULL || mlen == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
+  int64_t done = 0;
+  for (; rc == 0 && done < nb; done++) {
+    dbuf_plan_buffer_t b;
+    int64_t ul;
+    dbuf_plan_buffer(p, done, &b);
+    ul = (int64_t)strlen(b.unit);
+    if (ul > DBUF_WIRE_UNIT_MAX) {
+      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: unit name of %lld bytes (at most %d)",
+                      (long long)ul, DBUF_WIRE_UNIT_MAX);
+      break;
+    }
+    if ((rc = dbuf_wire_encode(b.layout, &msg[done], &mlen[done], diag)) != 0)
+      break;
+    if (dbuf__add(total, 24 + ul, &total) != 0 || dbuf__add(total, mlen[done], &total) != 0 ||
+        (uint64_t)total > SIZE_MAX) {
+      done++;
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW, "plan of %lld buffers is too large to serialize",
+                      (long long)nb);
+    }
+  }
+  uint8_t *out = rc == 0 ? malloc((size_t)total) : NULL;
+  if (rc == 0 && out == NULL)
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
+                    (long long)total);
+  if (rc == 0) {
+    writer_t w = {out, 0};
+    w_bytes(&w, DBUF_WIRE_PLAN_MAGIC, 8);
+    w_u64(&w, DBUF_WIRE_PLAN_VERSION);
+    w_i64(&w, total);
+    w_i64(&w, nb);
+    w_i64(&w, dbuf_plan_nranks(p));
+    w_u64(&w, 0);
+    w_u64(&w, 0);
+    w_u64(&w, XXH3_64bits(out, PLAN_HDR_SUM_AT));
+    for (int64_t i = 0; i < nb; i++) {
+      dbuf_plan_buffer_t b;
+      dbuf_plan_buffer(p, i, &b);
+      int64_t ul = (int64_t)strlen(b.unit);
+      w_i64(&w, ul);
+      w_bytes(&w, b.unit, ul);
+      w_u64(&w, (uint64_t)b.dtype);
+      w_i64(&w, mlen[i]);
+      w_bytes(&w, msg[i], mlen[i]);
+    }
+    w_u64(&w, XXH3_64bits(out, (size_t)w.pos));
+    assert(w.pos == total);
+    *buf = out;
+    *len = total;
+  }
+  free_msgs(msg, done);
+  free(mlen);
+  return rc;
+}
+
+/* A unit name as the wire may carry it: 1 .. DBUF_WIRE_UNIT_MAX bytes, no
+ * blank, control character or NUL (as dbuf_units_from_names() asks). */
+static int
+unit_name_ok(const uint8_t *s, int64_t n)
+{
+  if (n < 1 || n > DBUF_WIRE_UNIT_MAX)
+    return 0;
+  for (int64_t i = 0; i < n; i++)
+    if (s[i] <= ' ' || s[i] == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* One buffer of a plan message at r; appends it to p. */
+static int
+read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, dbuf_plan_t *p, dbuf_diag_t *diag)
+{
+  int64_t ul, ml;
+  uint64_t dt;
+  char unit[DBUF_WIRE_UNIT_MAX + 1];
+  if (r_i64(r, &ul) != 0 || ul < 0 || ul > r->end - r->pos)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld: unit name length out of "
+                      "the message", (long long)i);
+  if (!unit_name_ok(r->p + r->pos, ul))
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld: bad unit name (1 to %d "
+                      "bytes, no blanks or control characters)", (long long)i,
+                      DBUF_WIRE_UNIT_MAX);
+  memcpy(unit, r->p + r->pos, (size_t)ul);
+  unit[ul] = '\0';
+  r->pos += ul;
+  if (r_u64(r, &dt) != 0 || r_i64(r, &ml) != 0)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld (%s): truncated",
+                      (long long)i, unit);
+  if (dt == 0 || dt >= DBUF_DTYPE_COUNT || dbuf_dtype_size((dbuf_dtype_t)dt) == 0)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld (%s): dtype %llu has no "
+                      "byte size", (long long)i, unit, (unsigned long long)dt);
+  if (ml < DBUF_WIRE_MIN_BYTES || ml > r->end - r->pos)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld (%s): layout message of "
+                      "%lld bytes does not fit", (long long)i, unit, (long long)ml);
+  dbuf_layout_t *l = NULL;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_wire_decode(r->p + r->pos, ml, &l, &d);
+  r->pos += ml;
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "plan buffer %lld (%s/%s): %s", (long long)i, unit,
+                      dbuf_dtype_name((dbuf_dtype_t)dt), d.msg);
+  if (dbuf_layout_nranks(l) != nranks) {
+    rc = dbuf__diag(diag, DBUF_ENRANKS, "wire: plan buffer %lld (%s/%s) has %d ranks, the "
+                    "plan %lld", (long long)i, unit, dbuf_dtype_name((dbuf_dtype_t)dt),
+                    dbuf_layout_nranks(l), (long long)nranks);
+    dbuf_layout_destroy(l);
+    return rc;
+  }
+  return dbuf_plan_add(p, unit, (dbuf_dtype_t)dt, l, NULL, diag); /* takes l */
+}
+
+int
+dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag_t *diag)
+{
+  const uint8_t *q = buf;
+  if (buf == NULL || out == NULL || len < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or negative length");
+  if (len < 8 || memcmp(q, DBUF_WIRE_PLAN_MAGIC, 8) != 0)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: not a dbuf-shard plan message (bad magic)");
+  if (len < DBUF_WIRE_PLAN_MIN_BYTES)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: truncated plan message: %lld bytes, at "
+                      "least %d", (long long)len, DBUF_WIRE_PLAN_MIN_BYTES);
+  if (XXH3_64bits(q, PLAN_HDR_SUM_AT) != get_u64(q + PLAN_HDR_SUM_AT))
+    return dbuf__diag(diag, DBUF_ECHECKSUM, "wire: plan header checksum mismatch");
+  int64_t total = (int64_t)get_u64(q + 16);
+  if (total != len)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %s plan message: %lld bytes, the header "
+                      "says %lld", len < total ? "truncated" : "over-long", (long long)len,
+                      (long long)total);
+  if (XXH3_64bits(q, (size_t)len - 8) != get_u64(q + len - 8))
+    return dbuf__diag(diag, DBUF_ECHECKSUM, "wire: plan message checksum mismatch");
+  uint64_t version = get_u64(q + 8);
+  if (version != DBUF_WIRE_PLAN_VERSION)
+    return dbuf__diag(diag, DBUF_EVERSION, "wire: plan format version %llu, this build "
+                      "reads version %d", (unsigned long long)version, DBUF_WIRE_PLAN_VERSION);
+  int64_t nb = (int64_t)get_u64(q + 24), nranks = (int64_t)get_u64(q + 32);
+  /* The smallest buffer: a 1-byte name, three words and a minimal layout. */
+  const int64_t min_buf = 25 + DBUF_WIRE_MIN_BYTES;
+  if (nb < 0 || nb > (len - DBUF_WIRE_PLAN_MIN_BYTES) / min_buf)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan of %lld buffers cannot fit %lld bytes",
+                      (long long)nb, (long long)len);
+  if (nranks < (nb > 0 ? 1 : 0) || nranks > INT_MAX || get_u64(q + 40) != 0 ||
+      get_u64(q + 48) != 0)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan header: bad rank count or reserved "
+                      "word");
+  dbuf_plan_t *p = NULL;
+  int rc = dbuf_plan_create(&p);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "out of memory");
+  reader_t r = {q, DBUF_WIRE_PLAN_HEADER_BYTES, len - 8};
+  for (int64_t i = 0; rc == 0 && i < nb; i++)
+    rc = read_plan_buffer(&r, i, nranks, p, diag);
+  if (rc == 0 && r.pos != r.end)
+    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld bytes after the last plan buffer",
+                    (long long)(r.end - r.pos));
+  if (rc != 0) {
+    dbuf_plan_destroy(p);
+    return rc;
+  }
+  *out = p;
   return 0;
 }

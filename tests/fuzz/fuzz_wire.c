@@ -7,6 +7,9 @@
  *  'J'  the rest is a layout JSON; a layout it accepts is encoded, so the
  *       decoder sees a well-formed message carrying any values the JSON
  *       reader lets through (the path of a crafted layout broadcast by rank 0);
+ *  'P'  the rest is a plan message (dbuf_wire_plan_decode), resealed the same
+ *       way: magic, total length and both checksums rewritten; every layout
+ *       of a plan it accepts goes through fuzz_layout();
  *  else the rest is a message whose magic, total length and both checksums
  *       are rewritten, so that every mutation reaches the structural checks
  *       behind them instead of stopping at a checksum mismatch.
@@ -39,11 +42,43 @@ decode(const uint8_t *msg, int64_t len)
   dbuf_layout_destroy(l);
 }
 
+static void
+decode_plan(const uint8_t *data, size_t size)
+{
+  size_t len = size < DBUF_WIRE_PLAN_MIN_BYTES ? DBUF_WIRE_PLAN_MIN_BYTES : size;
+  uint8_t *msg = calloc(len, 1);
+  FUZZ_CHECK(msg != NULL);
+  memcpy(msg, data, size);
+  memcpy(msg, DBUF_WIRE_PLAN_MAGIC, 8);
+  put_u64(msg + 16, len);
+  put_u64(msg + 56, XXH3_64bits(msg, 56));
+  put_u64(msg + len - 8, XXH3_64bits(msg, len - 8));
+  dbuf_plan_t *p = NULL;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_wire_plan_decode(msg, (int64_t)len, &p, &d);
+  free(msg);
+  if (rc != 0) {
+    FUZZ_REFUSED(rc, p, d);
+    return;
+  }
+  for (int64_t b = 0; b < dbuf_plan_nbuffers(p); b++) {
+    dbuf_plan_buffer_t pb;
+    FUZZ_CHECK(dbuf_plan_buffer(p, b, &pb) == 0 && pb.elem_size > 0 && pb.unit[0] != '\0');
+    fuzz_layout(pb.layout);
+  }
+  dbuf_plan_destroy(p);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 1)
     return -1;
+  if (data[0] == 'P') {
+    decode_plan(data + 1, size - 1);
+    return 0;
+  }
   if (data[0] == 'J') {
     dbuf_layout_t *l = NULL;
     void *msg;

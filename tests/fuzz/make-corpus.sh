@@ -83,6 +83,10 @@ if [ -x "$build/wire_seed" ]; then
   for f in "$l"/golden-seed-* "$l"/golden-rand1-11-tensor "$l"/golden-rand1-33-padded "$l"/issue8-block-times-row; do
     [ -f "$f" ] && "$build/wire_seed" "$f" "$out/wire/W-$(basename "$f")"
   done
+  # plan messages (two buffers of one layout) as 'P'
+  for f in "$l"/golden-seed-* "$l"/golden-rand1-11-tensor; do
+    [ -f "$f" ] && "$build/wire_seed" "$f" "$out/wire/P-$(basename "$f")" plan
+  done
 fi
 
 # --- safetensors: a file is an 8-byte little-endian header length, the

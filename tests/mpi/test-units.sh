@@ -1,0 +1,106 @@
+#!/bin/bash
+# The run over a plan of several buffers (--units, the checkpoint's own
+# dtypes), a fault caught in one buffer and named with it, and the memory
+# pre-flight that refuses a run before any allocation.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+
+# ---- a built-in model, --units layer, np 2 and 4 ----
+# The units, derived here from the model's tensor names: "root", then every
+# "model.layers.N" prefix in order of first appearance.
+"$DBUF" plan --model llama-3.2-1b --format json >"$T/plan.json"
+want_units=$(jq -c '[.tensors[].name | (capture("^(?<u>.*?layers\\.[0-9]+)\\.") // {u: "root"}) | .u]
+  | reduce .[] as $u ([]; if index([$u]) then . else . + [$u] end)' "$T/plan.json")
+logical=$(jq '[.tensors[] | .shape | reduce .[] as $d (1; . * $d)] | add' "$T/plan.json")
+for np in 2 4; do
+  mpi "$np" --model llama-3.2-1b --units layer --no-materialize -q --report "$T/r$np.json"
+  expect_code 0 "units layer np $np: exit 0"
+  expect_out_has "PASS: every row owned exactly once on $np ranks" "units layer np $np: PASS"
+  jq_is "$T/r$np.json" '[.buffers[].unit]' "$want_units" "units layer np $np: buffer names"
+  jq_is "$T/r$np.json" '[.plan.buffers, .plan.units, ([.buffers[].logical] | add), .plan.logical]' \
+    "[$(jq length <<<"$want_units"), \"layer\", $logical, $logical]" \
+    "units layer np $np: buffer count and logical elements (totals)"
+  jq_is "$T/r$np.json" '[.buffers[] | .bytes == .size * .elem_size] | all' true \
+    "units layer np $np: bytes per buffer"
+  jq_is "$T/r$np.json" '(.ranks | map(.bytes) | add) == .plan.bytes' true \
+    "units layer np $np: the ranks hold every byte"
+done
+# Materialized at np 4: every element of every buffer verified.
+mpi 4 --model llama-3.2-1b --units layer --dp 4 -q --report "$T/m4.json" --force
+expect_code 0 "units layer np 4 materialized: exit 0"
+jq_is "$T/m4.json" '[.verdict, ([.buffers[].data] | unique)]' '["PASS", ["PASS"]]' \
+  "units layer np 4 materialized: every buffer PASS"
+
+# ---- a checkpoint of mixed dtypes ----
+python3 - "$T/mixed.safetensors" <<'PY'
+import json, struct, sys
+ts = [("model.embed_tokens.weight", "F32", [64, 16]), ("model.layers.0.attn.weight", "BF16", [16, 16]),
+      ("model.layers.0.norm.weight", "F32", [16]), ("model.layers.1.attn.weight", "BF16", [16, 16]),
+      ("model.layers.1.norm.weight", "F32", [16]), ("model.layers.1.mlp.weight", "F16", [32, 16]),
+      ("lm_head.weight", "BF16", [64, 16])]
+size = {"F32": 4, "BF16": 2, "F16": 2}
+h, at = {}, 0
+for n, d, s in ts:
+    b = size[d]
+    for x in s:
+        b *= x
+    h[n] = {"dtype": d, "shape": s, "data_offsets": [at, at + b]}
+    at += b
+hj = json.dumps(h).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(hj)) + hj + bytes(at))
+PY
+# Buffers (unit order of first tensor, dtypes by first appearance) and their
+# logical bytes, from the table above.
+want='[["root","fp32",4,4096],["root","bf16",2,2048],["model.layers.0","bf16",2,512],["model.layers.0","fp32",4,64],["model.layers.1","bf16",2,512],["model.layers.1","fp32",4,64],["model.layers.1","fp16",2,1024]]'
+for np in 2 4; do
+  mpi "$np" --safetensors "$T/mixed.safetensors" --units layer -q --report "$T/s$np.json"
+  expect_code 0 "mixed dtypes np $np: exit 0"
+  jq_is "$T/s$np.json" '[.buffers[] | [.unit, .dtype, .elem_size, .logical * .elem_size]]' "$want" \
+    "mixed dtypes np $np: buffers, dtypes and logical bytes"
+  jq_is "$T/s$np.json" '[.plan.dtype, .plan.elem_size, ([.buffers[] | .size * .elem_size] | add) == .plan.bytes]' \
+    '["mixed", 0, true]' "mixed dtypes np $np: total bytes from each dtype's size"
+  jq_is "$T/s$np.json" '[.verdict, ([.buffers[].structure, .buffers[].data] | unique)]' '["PASS", ["PASS"]]' \
+    "mixed dtypes np $np: PASS"
+done
+
+# ---- a fault caught in one buffer, named with it ----
+DBUF_FAULT=corrupt:1 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q --report "$T/f.json"
+expect_code 1 "corrupt:1 in a buffer: exit 1"
+bad=$(jq -r '[.buffers[] | select(.data == "FAIL") | "\(.unit)/\(.dtype)"] | join(" ")' "$T/f.json")
+if [ -n "$bad" ] && [ "$(wc -w <<<"$bad")" -eq 1 ]; then pass "corrupt:1: one buffer fails ($bad)"; else fail "corrupt:1: failing buffers '$bad'"; fi
+expect_err_has "dbuf-shard: buffer $bad: rank 1: " "corrupt:1: the message names the buffer and the rank"
+jq_is "$T/f.json" '[.verdict, (.message | startswith("buffer '"$bad"': rank 1: "))]' '["FAIL", true]' \
+  "corrupt:1: the report names the buffer"
+
+# ---- the memory pre-flight ----
+# DeepSeek-V3 in bf16 (about 1.3 TB) fits no test machine: every rank exits
+# 1 before allocating, one line per short rank.
+mpi 2 --model deepseek-v3 -q --report "$T/ds.json"
+expect_code 1 "pre-flight deepseek-v3 np 2: exit 1"
+n=$(grep -c '^dbuf-shard: rank [01] on .* needs .*, .* for 2 ranks$' "$T/stderr")
+if [ "$n" -eq 2 ]; then pass "pre-flight: one line per short rank"; else fail "pre-flight: $n lines: $ERR"; fi
+jq_is "$T/ds.json" '[.verdict, .phase, .exit_code]' '["ERROR", "memory pre-flight", 1]' \
+  "pre-flight: stopped before materializing"
+mpi 2 --model deepseek-v3 --force --no-materialize -q
+expect_code 0 "pre-flight: --force --no-materialize still runs"
+# A faked figure (test-only DBUF_FAKE_MEM_AVAIL): exact lines; --force runs.
+# Each rank of np 2 holds half the checkpoint's padded bytes.
+mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q --report "$T/p.json" --force
+need=$(jq '.ranks[1].bytes' "$T/p.json")
+DBUF_FAKE_MEM_AVAIL=2000 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q
+expect_code 1 "pre-flight faked: exit 1"
+want_line=$(python3 -c "
+v=$need; u=-1
+while v>=1024 and u<4: v/=1024; u+=1
+print('%.1f %s' % (v, ['KiB','MiB','GiB','TiB','PiB'][u]))")
+expect_err_has "dbuf-shard: rank 1 on $(hostname) needs $want_line, NUMA node 0 has 2.0 KiB free for 2 ranks" \
+  "pre-flight faked: the line names the rank, its need and the node's free memory"
+DBUF_FAKE_MEM_AVAIL=2000 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q --force
+expect_code 0 "pre-flight faked: --force skips it"
+DBUF_FAKE_MEM_AVAIL=100000000 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q
+expect_code 0 "pre-flight faked: enough memory passes"
+
+finish
