@@ -266,6 +266,13 @@ void cli_problems_free(cli_problems_t *p);
  */
 int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,
                          cli_problems_t *probs, uint64_t *digest);
+/*
+ * cli_layout_file_load for a layout file of version 1 or 2: a plan whose
+ * buffers all have nranks segments, every buffer checked; a problem of a
+ * buffer of a plan of several reads "buffer UNIT/DTYPE: KIND: message".
+ */
+int cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
+                              cli_problems_t *probs, uint64_t *digest);
 /* The digest of a file's bytes (for --check-inputs); 0 or a DBUF_E* code. */
 int cli_file_digest(const char *path, uint64_t *digest);
 

@@ -9,16 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "N bytes", with " (1.87 GiB)" from 1 KiB up, as the reports print bytes. */
+/* "N[word]", with " (1.87 GiB)" from 1 KiB up, as the reports print bytes. */
 static const char *
-bytes_text(char *buf, size_t len, int64_t v)
+bytes_text(char *buf, size_t len, int64_t v, const char *word)
 {
   char c[32], h[32];
   dbuf_report_count(c, sizeof c, v);
   if (v >= 1024)
-    snprintf(buf, len, "%s (%s)", c, dbuf_report_bytes(h, sizeof h, v));
+    snprintf(buf, len, "%s%s (%s)", c, word, dbuf_report_bytes(h, sizeof h, v));
   else
-    snprintf(buf, len, "%s", c);
+    snprintf(buf, len, "%s%s", c, word);
   return buf;
 }
 
@@ -60,16 +60,16 @@ cli_plan_summary(FILE *m, const dbuf_plan_t *p, const cli_plan_opts_t *o, const 
             dbuf_report_count(x, sizeof x, st.split_tensors));
   }
   fprintf(m, "logical size:    %s elements, ", dbuf_report_count(x, sizeof x, tt.logical_elems));
-  fprintf(m, "%s bytes\n", bytes_text(y, sizeof y, tt.logical_bytes));
+  fprintf(m, "%s\n", bytes_text(y, sizeof y, tt.logical_bytes, " bytes"));
   fprintf(m, "buffer size:     %s elements, ", dbuf_report_count(x, sizeof x, tt.buffer_elems));
-  fprintf(m, "%s bytes\n", bytes_text(y, sizeof y, tt.buffer_bytes));
+  fprintf(m, "%s\n", bytes_text(y, sizeof y, tt.buffer_bytes, " bytes"));
   fprintf(m, "padding:         %s elements (%.2f%% of the buffers), ",
           dbuf_report_count(x, sizeof x, tt.padding_elems),
           tt.buffer_elems > 0 ? 100.0 * (double)tt.padding_elems / (double)tt.buffer_elems : 0.0);
-  fprintf(m, "%s bytes\n", bytes_text(y, sizeof y, tt.padding_bytes));
-  fprintf(m, "per rank bytes:  min %s, ", bytes_text(x, sizeof x, tt.min_rank_bytes));
+  fprintf(m, "%s\n", bytes_text(y, sizeof y, tt.padding_bytes, " bytes"));
+  fprintf(m, "per rank bytes:  min %s, ", bytes_text(x, sizeof x, tt.min_rank_bytes, ""));
   fprintf(m, "max %s (every buffer, each in its own dtype)\n",
-          bytes_text(y, sizeof y, tt.max_rank_bytes));
+          bytes_text(y, sizeof y, tt.max_rank_bytes, ""));
   return 0;
 }
 
