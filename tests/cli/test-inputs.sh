@@ -69,13 +69,6 @@ expect_code 2 "broken JSON shape list"
 expect_err_has "dbuf-shard: $T/broken.json:1:" "broken JSON shape list names file and line"
 
 # ---- safetensors ----
-# st_write FILE HEADER DATA_BYTES
-st_write() {
-  local f=$1 h=$2 n=${#2}
-  printf "$(printf '\\x%02x' $((n & 255)) $(((n >> 8) & 255)) $(((n >> 16) & 255)) $(((n >> 24) & 255)) 0 0 0 0)" >"$f"
-  printf '%s' "$h" >>"$f"
-  head -c "$3" /dev/zero >>"$f"
-}
 # Keys out of data order: the tensor order follows data_offsets.
 st_write "$T/one.safetensors" '{"__metadata__":{"format":"pt"},"b.weight":{"dtype":"F32","shape":[4],"data_offsets":[12,28]},"a.weight":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}}' 28
 # --dtype bf16: one dtype, one buffer (the mixed dtypes are test-units.sh's)
