@@ -278,7 +278,8 @@ plan_json(const planned_t *pl, unsigned flags, char **text, size_t *len)
     assert(end != NULL);
     fwrite(at, 1, (size_t)(end - at), m);
     rc = buffer_nodes(m, pl, k, pl->v1 ? 2 : 6);
-    at = end;
+    fputs(marker, m);
+    at = end + strlen(marker);
   }
   fputs(at, m);
   free(j);

@@ -81,6 +81,14 @@ jq 'del(.buffers[2].size)' "$T/l.json" >"$T/bad.json"
 run verify "$T/bad.json"
 expect_err "dbuf-shard: $T/bad.json: buffer model.layers.1/bf16: missing \"size\"" "v2: missing key names buffer and key"
 
+# ---- node reports per buffer: dp 4 in nodes of 2 ranks is 2 nodes for
+# every buffer, in the JSON v2 too (each buffer object has its own arrays).
+run plan --model llama-3.2-1b --units 're:(layers\.1[01])\.' --dp 4 --ranks-per-node 2 --format json
+expect_json '[.buffers[] | [.unit, (.nodes | length), (.crossing | type)]]' \
+  '[["root",2,"array"],["layers.10",2,"array"],["layers.11",2,"array"]]' "json v2: a node report per buffer"
+run plan --model llama-3.2-1b --units 're:(layers\.1[01])\.' --dp 4 --ranks-per-node 2
+[ "$(grep -c '^buffer .*/bf16:$' "$T/stdout")" -eq 3 ] && pass "summary: a node report per buffer" || fail "summary: node reports per buffer"
+
 # ---- FILE units.
 printf 'P0 a\nP1 a\nP2 b\nP3 b\nP4 b\n' >"$T/u"
 run plan --shapes "$S" --units "$T/u" --format json
