@@ -24,7 +24,7 @@ case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exi
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${DBUF_FUZZ_BUILD:-$top/_build-fuzz}
 jobs=${DBUF_FUZZ_JOBS:-2}
-harnesses=(shapes_text shapes_json owners layout_json wire st_header st_index)
+harnesses=(shapes_text shapes_json owners layout_json plan_json wire st_header st_index)
 [ -n "${DBUF_FUZZ_ONLY:-}" ] && read -r -a harnesses <<<"$DBUF_FUZZ_ONLY"
 
 command -v clang >/dev/null || { echo "fuzz: clang is required (scripts/install-deps.sh)" >&2; exit 2; }

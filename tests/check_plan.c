@@ -320,6 +320,104 @@ START_TEST(test_plan_errors_and_assembly)
 }
 END_TEST
 
+/* The plan JSON: version 2 written and read back to the same buffers, a
+ * version 1 file read as one buffer (its dtype or bf16), and each malformed
+ * input one message naming the buffer and the key. */
+START_TEST(test_plan_json)
+{
+  const dbuf_dtype_t dt[] = {0, 0, DBUF_DTYPE_F32, 0, DBUF_DTYPE_F32, DBUF_DTYPE_F32, 0};
+  dbuf_tensors_t *t = mk(names, dims, dt, 7);
+  dbuf_units_t *u;
+  dbuf_plan_t *p, *q;
+  dbuf_layout_params_t lp;
+  dbuf_diag_t d;
+  char *text;
+  size_t len;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 3;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_to_json(p, 0, &text, &len), 0);
+  ck_assert_ptr_nonnull(strstr(text, "\"version\": 2,"));
+  ck_assert_int_eq(dbuf_plan_from_json("p.json", text, len, &q, &d), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(q), 6);
+  for (int64_t b = 0; b < 6; b++) {
+    dbuf_plan_buffer_t x, y;
+    ck_assert_int_eq(dbuf_plan_buffer(p, b, &x), 0);
+    ck_assert_int_eq(dbuf_plan_buffer(q, b, &y), 0);
+    ck_assert_str_eq(x.unit, y.unit);
+    ck_assert_int_eq(x.dtype, y.dtype);
+    ck_assert_ptr_null(y.model_ids);
+    same_layout(x.layout, y.layout);
+  }
+  dbuf_plan_destroy(q);
+  /* A version 2 document is not one layout. */
+  dbuf_layout_t *l = NULL;
+  ck_assert_int_eq(dbuf_layout_from_json("p.json", text, len, &l, &d), DBUF_EPARSE);
+  ck_assert_str_eq(d.msg, "p.json: a plan of 6 buffers (\"buffers\", version 2), not one layout");
+  free(text);
+  dbuf_plan_destroy(p);
+  static const struct {
+    const char *json, *msg;
+    int code;
+  } bad[] = {
+      {"{\"version\": 3}", "b.json: \"version\" must be 1 or 2", DBUF_EPARSE},
+      {"{\"version\": 2}", "b.json: version 2 without \"buffers\"", DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": []}", "b.json: \"buffers\" must be a non-empty array",
+       DBUF_EPARSE},
+      {"{\"version\": 1, \"buffers\": []}", "b.json: \"buffers\" needs \"version\": 2",
+       DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": [{\"dtype\": \"bf16\"}]}",
+       "b.json: buffers[0]: \"unit\" must be a non-empty string without blanks or control "
+       "characters",
+       DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": [{\"unit\": \"a b\", \"dtype\": \"bf16\"}]}",
+       "b.json: buffers[0]: \"unit\" must be a non-empty string without blanks or control "
+       "characters",
+       DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\"}]}", "b.json: buffers[0]: missing \"dtype\"",
+       DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\", \"dtype\": \"bf16\", \"layout\": "
+       "\"unpadded\", \"dp_size\": 1, \"rank_offsets\": [0], \"tensors\": [{\"name\": \"a\", "
+       "\"shape\": [2], \"offset\": 0}]}]}",
+       "b.json: buffer u/bf16: missing \"size\"", DBUF_EPARSE},
+      {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\", \"dtype\": \"bf16\", \"layout\": "
+       "\"unpadded\", \"dp_size\": 1, \"size\": 2, \"rank_offsets\": [0], \"tensors\": [{\"name\": "
+       "\"a\", \"shape\": [2], \"offset\": 0}]}, {\"unit\": \"u\", \"dtype\": \"BF16\", \"layout\": "
+       "\"unpadded\", \"dp_size\": 1, \"size\": 2, \"rank_offsets\": [0], \"tensors\": [{\"name\": "
+       "\"a\", \"shape\": [2], \"offset\": 0}]}]}",
+       "b.json: plan: buffer u/bf16 twice", DBUF_EDUP},
+      {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\", \"dtype\": \"bf16\", \"layout\": "
+       "\"unpadded\", \"dp_size\": 1, \"size\": 9223372036854775807, \"rank_offsets\": [0], "
+       "\"tensors\": [{\"name\": \"a\", \"shape\": [4611686018427387904, 4], \"offset\": 0}]}]}",
+       NULL, DBUF_EOVERFLOW},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    q = NULL;
+    int rc = dbuf_plan_from_json("b.json", bad[i].json, strlen(bad[i].json), &q, &d);
+    ck_assert_msg(rc != 0 && (bad[i].msg != NULL || rc == bad[i].code || rc == DBUF_ESHAPE),
+                  "case %zu: %d %s", i, rc, d.msg);
+    if (bad[i].msg != NULL) {
+      ck_assert_int_eq(rc, bad[i].code);
+      ck_assert_str_eq(d.msg, bad[i].msg);
+    }
+    ck_assert_ptr_null(q);
+  }
+  /* Version 1: one buffer "all", its dtype or bf16. */
+  static const char v1[] = "{\"version\": 1, \"layout\": \"unpadded\", \"dp_size\": 1, "
+                           "\"size\": 2, \"rank_offsets\": [0], \"tensors\": [{\"name\": \"a\", "
+                           "\"shape\": [2], \"offset\": 0}]}";
+  ck_assert_int_eq(dbuf_plan_from_json("v1.json", v1, strlen(v1), &q, &d), 0);
+  dbuf_plan_buffer_t b;
+  ck_assert_int_eq(dbuf_plan_buffer(q, 0, &b), 0);
+  ck_assert_str_eq(b.unit, "all");
+  ck_assert_int_eq(b.dtype, DBUF_DTYPE_BF16);
+  dbuf_plan_destroy(q);
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 START_TEST(test_shapes_dtype_column)
 {
   dbuf_tensors_t *t;
@@ -356,6 +454,7 @@ main(void)
   tcase_add_test(tc, test_plan_one_buffer_is_the_layout);
   tcase_add_test(tc, test_plan_errors_and_assembly);
   tcase_add_test(tc, test_shapes_dtype_column);
+  tcase_add_test(tc, test_plan_json);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

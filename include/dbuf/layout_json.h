@@ -15,6 +15,7 @@
 #define DBUF_LAYOUT_JSON_H
 
 #include "dbuf/layout.h"
+#include "dbuf/plan.h"
 
 #include <stddef.h>
 
@@ -46,6 +47,32 @@ DBUF_EXPORT int dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags,
 DBUF_EXPORT int dbuf_layout_from_json(const char *name, const char *text,
                                       size_t len, dbuf_layout_t **out,
                                       dbuf_diag_t *diag);
+
+/** Schema version of a plan of several buffers ("buffers" array). */
+#define DBUF_PLAN_JSON_VERSION 2
+
+/**
+ * \brief Serialize a plan: version 1 (the layout JSON above, byte for byte,
+ * with a "dtype" member when the dtype is not bf16) for one buffer of the
+ * unit "all"; version 2 otherwise: {"format", "version": 2, "buffers":
+ * [{"unit", "dtype", then the members of a version 1 layout}, ...]}.
+ * \param[out] text  malloc'd NUL-terminated JSON ending in a newline; dbuf_free()
+ * \return 0, or DBUF_EINVAL (NULL, an empty plan), DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_plan_to_json(const dbuf_plan_t *p, unsigned flags, char **text,
+                                  size_t *len);
+
+/**
+ * \brief Parse a layout JSON document of version 1 (one buffer, unit "all",
+ * its "dtype" or bf16) or 2 into a plan (buffers without model ids); name
+ * starts every message, a buffer's problems read "NAME: buffer UNIT/DTYPE:
+ * ..." (or "NAME: buffers[I]: ..." before its unit and dtype are known).
+ * Checks the schema, not the invariants (validate each buffer's layout).
+ * \return 0, or the codes of dbuf_layout_from_json(), DBUF_EDUP (a unit and
+ *   dtype twice), DBUF_ENRANKS (buffers of different dp_size)
+ */
+DBUF_EXPORT int dbuf_plan_from_json(const char *name, const char *text, size_t len,
+                                    dbuf_plan_t **out, dbuf_diag_t *diag);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1  /* runtime failure, failed verification */
@@ -103,6 +104,7 @@ typedef struct cli_plan_opts {
                                --pp-layers, --naming (built-in models only) */
   const char *par_opt;      /* the first of those (or --stage) given, or NULL */
   int64_t stage;            /* --stage S; -1: plan every stage, run the largest */
+  int state;                /* plan --state: CLI_STATE_* */
 } cli_plan_opts_t;
 
 /* Option codes of the shared planning options (>= 256). */
@@ -217,6 +219,28 @@ int cli_build_plan(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char
  * above the rows, padding above 10%): one stderr line each.  Called for the
  * layout the user asked for, not for the ones built to compare with it. */
 void cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what);
+/* cli_warn_layout for every buffer of a plan, each line after "buffer
+ * UNIT/DTYPE: " when the plan is not single. */
+void cli_warn_plan(const dbuf_plan_t *p, const char *what);
+/* One buffer of the unit "all" (--units none, one dtype): the reports and
+ * the layout JSON (version 1) of that one layout, as before plans. */
+int cli_plan_is_single(const dbuf_plan_t *p);
+
+/* --state of plan: the training state counted beside the parameters. */
+enum { CLI_STATE_NONE = 0, CLI_STATE_SGD, CLI_STATE_ADAM };
+/* The summary of a plan of several buffers (plan_buffers.c): one line per
+ * buffer, then the totals.  Returns CLI_EXIT_*, the error printed. */
+int cli_plan_summary(FILE *m, const dbuf_plan_t *p, const cli_plan_opts_t *o,
+                     const char *what);
+/* csv and svg of a plan of several buffers as one document: csv with
+ * "unit,dtype" columns in front, svg one picture per buffer under its
+ * heading.  Returns CLI_EXIT_*, the error printed. */
+int cli_plan_merged(FILE *m, const dbuf_plan_t *p, dbuf_report_format_t rfmt,
+                    const dbuf_report_opts_t *ro);
+/* The --state section of the summary: bytes per rank of parameters,
+ * gradients, main weights, moments and their total, per buffer and the
+ * most any rank holds.  Returns CLI_EXIT_*, the error printed. */
+int cli_plan_state(FILE *m, const dbuf_plan_t *p, int state);
 
 /* Report options of the planning options (dtype, element size, alignment)
  * for the tensors described by source (borrowed). */
@@ -242,6 +266,13 @@ void cli_problems_free(cli_problems_t *p);
  */
 int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,
                          cli_problems_t *probs, uint64_t *digest);
+/*
+ * cli_layout_file_load for a layout file of version 1 or 2: a plan whose
+ * buffers all have nranks segments, every buffer checked; a problem of a
+ * buffer of a plan of several reads "buffer UNIT/DTYPE: KIND: message".
+ */
+int cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
+                              cli_problems_t *probs, uint64_t *digest);
 /* The digest of a file's bytes (for --check-inputs); 0 or a DBUF_E* code. */
 int cli_file_digest(const char *path, uint64_t *digest);
 

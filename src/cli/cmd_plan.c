@@ -6,13 +6,14 @@
 #include "dbuf/nodes.h"
 #include "dbuf/report.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_FORMAT = CLI_OPT_FIRST_FREE, OPT_PIECES, OPT_RANKS, OPT_HELP };
+enum { OPT_FORMAT = CLI_OPT_FIRST_FREE, OPT_PIECES, OPT_RANKS, OPT_STATE, OPT_HELP };
 
 static void
 plan_usage(FILE *f)
@@ -22,7 +23,8 @@ plan_usage(FILE *f)
           "--safetensors FILE...]\n"
           "                       [--dp N] [--layout padded|unpadded|tensor|compact]\n"
           "                       [--block-size B] [--owners FILE|auto|auto-ns]\n"
-          "                       [--dtype T] [--align-bytes N]\n"
+          "                       [--dtype T] [--dtype-map PATTERN=T] [--units U]\n"
+          "                       [--align-bytes N] [--state adam|sgd|none]\n"
           "                       [--ranks-per-node K] [--node-size K]\n"
           "                       [--tp N] [--pp N] [--pp-layers A,B,...] [--stage S]\n"
           "                       [--ep N] [--expert-tp N] [--vocab-divisor N]\n"
@@ -37,6 +39,10 @@ plan_usage(FILE *f)
           "                         csv: one line per (rank, tensor) piece\n"
           "                         svg: a picture of the buffer\n"
           "  --pieces               json: add each rank's pieces\n"
+          "  --state S              summary: add the training memory per rank:\n"
+          "                         sgd: gradients in the buffer dtype; adam: also\n"
+          "                         fp32 main weights (4 B) and two fp32 moments\n"
+          "                         (8 B) per element held, padding included\n"
           "  --ranks A-B            svg: draw only ranks A to B; from 256 ranks\n"
           "                         drawn, one band per node (--node-size) or\n"
           "                         per group of ranks instead of one per rank\n"
@@ -46,6 +52,10 @@ plan_usage(FILE *f)
           "report of the MPI run (per node: ranks, global range, elements, bytes;\n"
           "every tensor crossing a node boundary with the rows on each side), and\n"
           "json adds its \"nodes\" and \"crossing\" arrays; csv and svg refuse it.\n"
+          "A plan of several buffers (--units, --dtype-map, mixed dtypes): summary\n"
+          "has one line per buffer and the totals; table and diagram one block per\n"
+          "buffer under 'buffer UNIT/DTYPE:'; csv 'unit,dtype' columns in front;\n"
+          "svg one picture per buffer; json the layout file version 2.\n"
           "Exit status: 0 planned, 1 runtime failure, 2 bad usage or input.\n",
           cli_plan_help);
 }
@@ -66,63 +76,36 @@ take_stream(FILE *m, char **out, size_t *outlen, char **text, size_t *len)
   return 0;
 }
 
-/* A text report followed by a blank line and the node report. */
+/* The run report's "nodes" and "crossing" arrays as members of a JSON
+ * object indented by ind spaces, one element a line, each member after
+ * ",\n" (what goes before the object's closing line). */
 static int
-append_nodes_text(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, size_t *len)
-{
-  char *out = NULL;
-  size_t outlen = 0;
-  FILE *m = open_memstream(&out, &outlen);
-  if (m == NULL)
-    return DBUF_ENOMEM;
-  fwrite(*text, 1, *len, m);
-  fputc('\n', m);
-  cli_nodes_print(m, l, n);
-  return take_stream(m, &out, &outlen, text, len);
-}
-
-/* The layout JSON (which ends in "\n}\n") with the run report's "nodes" and
- * "crossing" arrays added as its last members, one element a line. */
-static int
-append_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n, char **text, size_t *len)
+nodes_json_members(FILE *m, const dbuf_layout_t *l, const dbuf_nodes_t *n, int ind)
 {
   static const char *const keys[] = {"nodes", "crossing"};
-  static const char end[] = "\n}\n";
-  char *out = NULL;
-  size_t outlen = 0;
   json_t *doc = cli_nodes_json(l, n);
-  FILE *m = doc ? open_memstream(&out, &outlen) : NULL;
-  if (m == NULL) {
-    json_decref(doc);
+  if (doc == NULL)
     return DBUF_ENOMEM;
-  }
-  if (*len < sizeof end - 1 || strcmp(*text + *len - (sizeof end - 1), end) != 0) {
-    fclose(m);
-    free(out);
-    json_decref(doc);
-    return DBUF_EINVAL;
-  }
-  fwrite(*text, 1, *len - (sizeof end - 1), m);
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     json_t *a = json_object_get(doc, keys[k]);
     size_t na = json_array_size(a);
-    fprintf(m, ",\n  \"%s\": [", keys[k]);
+    fprintf(m, ",\n%*s\"%s\": [", ind, "", keys[k]);
     for (size_t i = 0; i < na; i++) {
       char *e = json_dumps(json_array_get(a, i), JSON_PRESERVE_ORDER);
       if (e == NULL) {
-        fclose(m);
-        free(out);
         json_decref(doc);
         return DBUF_ENOMEM;
       }
-      fprintf(m, "%s\n    %s", i ? "," : "", e);
+      fprintf(m, "%s\n%*s%s", i ? "," : "", ind + 2, "", e);
       free(e);
     }
-    fputs(na ? "\n  ]" : "]", m);
+    if (na)
+      fprintf(m, "\n%*s]", ind, "");
+    else
+      fputs("]", m);
   }
-  fputs(end, m);
   json_decref(doc);
-  return take_stream(m, &out, &outlen, text, len);
+  return 0;
 }
 
 /* Crossing tensors, their bytes and the padding of a layout's node report. */
@@ -146,81 +129,53 @@ node_figures(const dbuf_layout_t *l, const dbuf_nodes_t *n, int64_t elem_size,
 }
 
 /*
- * With --node-size: the node figures of the layout built without it
- * ("before") and with it ("after"), as text lines or as a JSON member
- * inserted before the closing brace of the layout file.
+ * With --node-size: the node figures of lb, the layout built without it
+ * ("before"), and of l with it ("after"), as text lines or as a JSON member
+ * (after ",\n", indented by ind spaces).
  */
 static int
-append_node_packing(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char *what,
-                    const dbuf_layout_t *l, const dbuf_nodes_t *n, int json, char **text,
-                    size_t *len)
+node_packing(FILE *m, const cli_plan_opts_t *o, const dbuf_layout_t *lb, const dbuf_layout_t *l,
+             const dbuf_nodes_t *n, int64_t elem_size, int json, int ind)
 {
-  static const char end[] = "\n}\n";
-  cli_plan_opts_t ob = *o;
-  dbuf_layout_t *lb = NULL;
   dbuf_nodes_t *nb = NULL;
   node_fig_t b, a;
   dbuf_diag_t d;
-  char *out = NULL;
-  size_t outlen = 0;
   int rc;
 
-  ob.params.node_size = 0;
-  if ((rc = cli_build_layout(&ob, t, what, &lb)) != 0)
-    return cli_exit_code(rc);
   if ((rc = dbuf_nodes_create_blocked(lb, dbuf_layout_nranks(lb), (int)o->ranks_per_node,
-                                      o->elem_size, &nb, &d)) != 0) {
+                                      elem_size, &nb, &d)) != 0) {
     cli_err("node report: %s", d.msg);
-    rc = cli_exit_code(rc);
-    goto out;
+    return cli_exit_code(rc);
   }
-  if ((rc = node_figures(lb, nb, o->elem_size, &b)) != 0 ||
-      (rc = node_figures(l, n, o->elem_size, &a)) != 0) {
+  if ((rc = node_figures(lb, nb, elem_size, &b)) != 0 ||
+      (rc = node_figures(l, n, elem_size, &a)) != 0) {
+    dbuf_nodes_destroy(nb);
     cli_err("node report: %s", dbuf_strerror(rc)); /* node_figures fills no diag */
-    rc = cli_exit_code(rc);
-    goto out;
+    return cli_exit_code(rc);
   }
-  FILE *m = open_memstream(&out, &outlen);
-  if (m == NULL) {
-    rc = CLI_EXIT_FAIL;
-    goto out;
-  }
+  dbuf_nodes_destroy(nb);
   if (json) {
-    if (*len < sizeof end - 1 || strcmp(*text + *len - (sizeof end - 1), end) != 0) {
-      fclose(m);
-      free(out);
-      rc = CLI_EXIT_FAIL;
-      goto out;
-    }
-    fwrite(*text, 1, *len - (sizeof end - 1), m);
     fprintf(m,
-            ",\n  \"node_packing\": {\"node_size\": %d, \"crossing_before\": %lld, "
+            ",\n%*s\"node_packing\": {\"node_size\": %d, \"crossing_before\": %lld, "
             "\"crossing_after\": %lld, \"crossing_bytes_before\": %lld, "
             "\"crossing_bytes_after\": %lld, \"padding_before\": %lld, "
-            "\"padding_after\": %lld}%s",
-            o->params.node_size, (long long)b.crossing, (long long)a.crossing,
-            (long long)b.bytes, (long long)a.bytes, (long long)b.padding,
-            (long long)a.padding, end);
-  } else {
-    char x[32], y[32];
-    fwrite(*text, 1, *len, m);
-    fprintf(m, "Node-aware packing (--node-size %d), without -> with:\n",
-            o->params.node_size);
-    fprintf(m, "  tensors crossing node boundaries: %lld -> %lld\n", (long long)b.crossing,
-            (long long)a.crossing);
-    fprintf(m, "  bytes crossing node boundaries:   %s -> ", dbuf_report_bytes(x, sizeof x, b.bytes));
-    fprintf(m, "%s\n", dbuf_report_bytes(y, sizeof y, a.bytes));
-    fprintf(m, "  padding elements:                 %s -> ", dbuf_report_count(x, sizeof x, b.padding));
-    fprintf(m, "%s (%+.4f%% of the buffer without)\n", dbuf_report_count(y, sizeof y, a.padding),
-            dbuf_layout_size(lb) > 0 ? 100.0 * (double)(a.padding - b.padding) /
-                                           (double)dbuf_layout_size(lb)
-                                     : 0.0);
+            "\"padding_after\": %lld}",
+            ind, "", o->params.node_size, (long long)b.crossing, (long long)a.crossing,
+            (long long)b.bytes, (long long)a.bytes, (long long)b.padding, (long long)a.padding);
+    return 0;
   }
-  rc = take_stream(m, &out, &outlen, text, len) == 0 ? 0 : CLI_EXIT_FAIL;
-out:
-  dbuf_nodes_destroy(nb);
-  dbuf_layout_destroy(lb);
-  return rc;
+  char x[32], y[32];
+  fprintf(m, "Node-aware packing (--node-size %d), without -> with:\n", o->params.node_size);
+  fprintf(m, "  tensors crossing node boundaries: %lld -> %lld\n", (long long)b.crossing,
+          (long long)a.crossing);
+  fprintf(m, "  bytes crossing node boundaries:   %s -> ", dbuf_report_bytes(x, sizeof x, b.bytes));
+  fprintf(m, "%s\n", dbuf_report_bytes(y, sizeof y, a.bytes));
+  fprintf(m, "  padding elements:                 %s -> ", dbuf_report_count(x, sizeof x, b.padding));
+  fprintf(m, "%s (%+.4f%% of the buffer without)\n", dbuf_report_count(y, sizeof y, a.padding),
+          dbuf_layout_size(lb) > 0 ? 100.0 * (double)(a.padding - b.padding) /
+                                         (double)dbuf_layout_size(lb)
+                                   : 0.0);
+  return 0;
 }
 
 /*
@@ -259,6 +214,111 @@ bad:
   return CLI_EXIT_USAGE;
 }
 
+/* What plan_block reports: the plan, the one built without --node-size
+ * (or NULL), each buffer's node report (or NULL). */
+typedef struct {
+  const cli_plan_opts_t *o;
+  const char *what;
+  dbuf_plan_t *p, *before;
+  dbuf_nodes_t **nodes;
+  int64_t nb;
+  int v1; /* one buffer of the unit "all": today's single-layout output */
+} planned_t;
+
+/* The node report and node packing figures of buffer k, as text (ind < 0)
+ * or as JSON members indented by ind spaces. */
+static int
+buffer_nodes(FILE *m, const planned_t *pl, int64_t k, int ind)
+{
+  dbuf_plan_buffer_t pb, bb;
+  if (pl->nodes[k] == NULL)
+    return 0;
+  dbuf_plan_buffer(pl->p, k, &pb);
+  if (ind < 0)
+    cli_nodes_print(m, pb.layout, pl->nodes[k]);
+  else if (nodes_json_members(m, pb.layout, pl->nodes[k], ind) != 0) {
+    cli_err("out of memory writing the node report");
+    return CLI_EXIT_FAIL;
+  }
+  if (pl->before == NULL)
+    return 0;
+  dbuf_plan_buffer(pl->before, k, &bb);
+  return node_packing(m, pl->o, bb.layout, pb.layout, pl->nodes[k], pb.elem_size, ind >= 0,
+                      ind < 0 ? 0 : ind);
+}
+
+/* The layout JSON of the plan with each buffer's node members added before
+ * its closing line ("\n}\n" for version 1, "\n    }" for version 2: the
+ * writer indents nothing else that way, and strings hold no newline). */
+static int
+plan_json(const planned_t *pl, unsigned flags, char **text, size_t *len)
+{
+  char *j = NULL, *out = NULL;
+  size_t jlen = 0, outlen = 0;
+  int e = dbuf_plan_to_json(pl->p, flags, &j, &jlen);
+  if (e != 0) {
+    cli_err("%s writing the layout", dbuf_strerror(e));
+    return cli_exit_code(e);
+  }
+  if (pl->nodes[0] == NULL) {
+    *text = j;
+    *len = jlen;
+    return 0;
+  }
+  FILE *m = open_memstream(&out, &outlen);
+  if (m == NULL) {
+    free(j);
+    cli_err("out of memory writing the layout");
+    return CLI_EXIT_FAIL;
+  }
+  const char *marker = pl->v1 ? "\n}\n" : "\n    }", *at = j;
+  int rc = 0;
+  for (int64_t k = 0; k < pl->nb && rc == 0; k++) {
+    const char *end = strstr(at, marker);
+    assert(end != NULL);
+    fwrite(at, 1, (size_t)(end - at), m);
+    rc = buffer_nodes(m, pl, k, pl->v1 ? 2 : 6);
+    fputs(marker, m);
+    at = end + strlen(marker);
+  }
+  fputs(at, m);
+  free(j);
+  if (take_stream(m, &out, &outlen, text, len) != 0 && rc == 0) {
+    cli_err("out of memory writing the layout");
+    rc = CLI_EXIT_FAIL;
+  }
+  return rc;
+}
+
+/* The report of buffer k in format rfmt (NULL ro: node figures only), then its
+ * node report and node packing figures. */
+static int
+buffer_text(FILE *m, const planned_t *pl, int64_t k, dbuf_report_format_t rfmt,
+            const char *format, const dbuf_report_opts_t *ro0)
+{
+  dbuf_plan_buffer_t pb;
+  dbuf_report_opts_t ro;
+  dbuf_diag_t d;
+  char *text = NULL;
+  size_t len = 0;
+  dbuf_plan_buffer(pl->p, k, &pb);
+  if (ro0 != NULL) {
+    ro = *ro0;
+    ro.elem_size = pb.elem_size; /* the buffer's own: honest bytes */
+    ro.dtype = dbuf_dtype_name(pb.dtype);
+    int e = dbuf_report_write(pb.layout, rfmt, &ro, &text, &len, &d);
+    if (e != 0) {
+      cli_err("%s report: %s", format, d.msg);
+      return cli_exit_code(e);
+    }
+    fwrite(text, 1, len, m);
+    free(text);
+    if (pl->nodes[k] != NULL)
+      fputc('\n', m);
+  }
+  return buffer_nodes(m, pl, k, -1);
+}
+
 /* Plan the tensors the options name and write the report in text/len;
  * svg_ranks: the ranks an svg draws, or NULL for all. */
 static int
@@ -266,57 +326,100 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
            unsigned flags, const int *svg_ranks, char **text, size_t *len)
 {
   dbuf_tensors_t *t = NULL;
-  dbuf_layout_t *l = NULL;
-  dbuf_nodes_t *nodes = NULL;
+  planned_t pl = {.o = o};
   dbuf_diag_t d;
-  char what[1024];
+  char what[1024], *out = NULL;
+  size_t outlen = 0;
+  FILE *m = NULL;
   int rc, e;
 
+  pl.what = what;
   if ((rc = cli_load_tensors(o, &t, NULL, what, sizeof what)) != 0 ||
-      (rc = cli_build_layout(o, t, what, &l)) != 0) {
+      (rc = cli_build_plan(o, t, what, &pl.p)) != 0) {
     rc = cli_exit_code(rc);
     goto out;
   }
-  cli_warn_layout(t, l, what);
-  if (o->ranks_per_node > 0) {
-    e = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), (int)o->ranks_per_node,
-                                  o->elem_size, &nodes, &d);
+  pl.nb = dbuf_plan_nbuffers(pl.p);
+  pl.v1 = cli_plan_is_single(pl.p);
+  if ((pl.nodes = calloc((size_t)pl.nb, sizeof *pl.nodes)) == NULL) {
+    cli_err("out of memory");
+    rc = CLI_EXIT_FAIL;
+    goto out;
+  }
+  cli_warn_plan(pl.p, what);
+  for (int64_t k = 0; k < pl.nb && o->ranks_per_node > 0; k++) {
+    dbuf_plan_buffer_t pb;
+    dbuf_plan_buffer(pl.p, k, &pb);
+    e = dbuf_nodes_create_blocked(pb.layout, dbuf_layout_nranks(pb.layout),
+                                  (int)o->ranks_per_node, pb.elem_size, &pl.nodes[k], &d);
     if (e != 0) {
       cli_err("node report: %s", d.msg);
       rc = cli_exit_code(e);
       goto out;
     }
   }
-  if (json) {
-    e = dbuf_layout_to_json(l, flags, text, len);
-    if (e == 0 && nodes != NULL)
-      e = append_nodes_json(l, nodes, text, len);
-    if (e != 0) {
-      cli_err("%s writing the layout", dbuf_strerror(e));
-      rc = cli_exit_code(e);
-    }
-  } else {
-    dbuf_report_opts_t ro;
-    cli_report_opts(o, what, &ro);
-    ro.svg_node_ranks = o->params.node_size;
-    if (svg_ranks != NULL) {
-      ro.svg_rank_begin = svg_ranks[0];
-      ro.svg_rank_end = svg_ranks[1];
-    }
-    e = dbuf_report_write(l, rfmt, &ro, text, len, &d);
-    if (e != 0) {
-      cli_err("%s report: %s", format, d.msg);
-      rc = cli_exit_code(e);
-    } else if (nodes != NULL && (e = append_nodes_text(l, nodes, text, len)) != 0) {
-      cli_err("%s writing the node report", dbuf_strerror(e));
-      rc = cli_exit_code(e);
+  if (o->ranks_per_node > 0 && o->params.node_size > 0) {
+    cli_plan_opts_t ob = *o;
+    ob.params.node_size = 0;
+    if ((rc = cli_build_plan(&ob, t, what, &pl.before)) != 0) {
+      rc = cli_exit_code(rc);
+      goto out;
     }
   }
-  if (rc == 0 && nodes != NULL && o->params.node_size > 0)
-    rc = append_node_packing(o, t, what, l, nodes, json, text, len);
+  if (json) {
+    rc = plan_json(&pl, flags, text, len);
+    goto out;
+  }
+  dbuf_report_opts_t ro;
+  cli_report_opts(o, what, &ro);
+  ro.svg_node_ranks = o->params.node_size;
+  if (svg_ranks != NULL) {
+    ro.svg_rank_begin = svg_ranks[0];
+    ro.svg_rank_end = svg_ranks[1];
+  }
+  if ((m = open_memstream(&out, &outlen)) == NULL) {
+    cli_err("out of memory");
+    rc = CLI_EXIT_FAIL;
+    goto out;
+  }
+  if (pl.v1) {
+    rc = buffer_text(m, &pl, 0, rfmt, format, &ro);
+  } else if (rfmt == DBUF_REPORT_SUMMARY) {
+    rc = cli_plan_summary(m, pl.p, o, what);
+    for (int64_t k = 0; k < pl.nb && rc == 0 && pl.nodes[k] != NULL; k++) {
+      dbuf_plan_buffer_t pb;
+      dbuf_plan_buffer(pl.p, k, &pb);
+      fprintf(m, "\nbuffer %s/%s:\n", pb.unit, dbuf_dtype_name(pb.dtype));
+      rc = buffer_text(m, &pl, k, rfmt, format, NULL);
+    }
+  } else if (rfmt == DBUF_REPORT_CSV || rfmt == DBUF_REPORT_SVG) {
+    rc = cli_plan_merged(m, pl.p, rfmt, &ro);
+  } else {
+    for (int64_t k = 0; k < pl.nb && rc == 0; k++) {
+      dbuf_plan_buffer_t pb;
+      dbuf_plan_buffer(pl.p, k, &pb);
+      fprintf(m, "%sbuffer %s/%s:\n", k ? "\n" : "", pb.unit, dbuf_dtype_name(pb.dtype));
+      rc = buffer_text(m, &pl, k, rfmt, format, &ro);
+    }
+  }
+  if (rc == 0 && o->state != CLI_STATE_NONE)
+    rc = cli_plan_state(m, pl.p, o->state);
+  e = take_stream(m, &out, &outlen, text, len);
+  m = NULL;
+  if (e != 0 && rc == 0) {
+    cli_err("out of memory writing the report");
+    rc = CLI_EXIT_FAIL;
+  }
 out:
-  dbuf_nodes_destroy(nodes);
-  dbuf_layout_destroy(l);
+  if (m != NULL) {
+    fclose(m);
+    free(out);
+  }
+  for (int64_t k = 0; pl.nodes != NULL && k < pl.nb; k++)
+    dbuf_nodes_destroy(pl.nodes[k]);
+  free(pl.nodes);
+  dbuf_plan_destroy(pl.before);
+  dbuf_plan_destroy(pl.p);
   dbuf_tensors_destroy(t);
   return rc;
 }
@@ -358,6 +461,7 @@ cmd_plan(int argc, char **argv)
       {"format", required_argument, NULL, OPT_FORMAT},
       {"pieces", no_argument, NULL, OPT_PIECES},
       {"ranks", required_argument, NULL, OPT_RANKS},
+      {"state", required_argument, NULL, OPT_STATE},
       {"output", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -387,6 +491,18 @@ cmd_plan(int argc, char **argv)
       break;
     case OPT_RANKS:
       ranks = optarg;
+      break;
+    case OPT_STATE:
+      if (strcmp(optarg, "none") == 0)
+        o.state = CLI_STATE_NONE;
+      else if (strcmp(optarg, "sgd") == 0)
+        o.state = CLI_STATE_SGD;
+      else if (strcmp(optarg, "adam") == 0)
+        o.state = CLI_STATE_ADAM;
+      else {
+        cli_err("--state: '%s' is not adam, sgd or none", optarg);
+        goto out;
+      }
       break;
     case 'o':
       out = optarg;
@@ -420,6 +536,10 @@ cmd_plan(int argc, char **argv)
   }
   if ((flags & DBUF_JSON_PIECES) && !json) {
     cli_err("--pieces applies to --format json only");
+    goto out;
+  }
+  if (o.state != CLI_STATE_NONE && (json || rfmt != DBUF_REPORT_SUMMARY)) {
+    cli_err("--state applies to --format summary only");
     goto out;
   }
   if (ranks != NULL && (json || rfmt != DBUF_REPORT_SVG)) {

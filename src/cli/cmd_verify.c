@@ -32,12 +32,20 @@ verify_usage(FILE *f)
           "unpadded and tensor layouts.  With a tensor list, also check that the\n"
           "layout has the same tensor names, order and shapes.  LAYOUT '-' reads\n"
           "stdin.  Give LAYOUT before --safetensors, which takes every following\n"
-          "word that does not start with '-'.\n\n"
+          "word that does not start with '-'.  A layout file of version 2 (several\n"
+          "buffers) has every buffer checked; its problems read 'LAYOUT: KIND:\n"
+          "buffer UNIT/DTYPE: message', and a buffer only one side has is a\n"
+          "missing or extra problem.\n\n"
           "Tensor list to compare with (optional):\n"
           "  --shapes FILE          'NAME d0xd1...' lines or a JSON shape array\n"
           "  --model NAME           a built-in model (see 'dbuf-shard models')\n"
           "  --safetensors FILE...  checkpoint headers, or one index .json\n"
           "  --order FILE           tensor order for --safetensors\n"
+          "  --units U, --dtype-map PATTERN=T, --dtype T\n"
+          "                         group the tensor list into buffers as 'plan'\n"
+          "                         does (see 'dbuf-shard plan --help'); each\n"
+          "                         buffer of LAYOUT is compared with the buffer\n"
+          "                         of the same unit and dtype\n"
           "  --tp, --pp, --pp-layers, --stage, --ep, --expert-tp, --vocab-divisor,\n"
           "  --naming               with --model: compare with the tensors of one\n"
           "                         model-parallel rank, as 'plan' lays them out\n"
@@ -89,7 +97,11 @@ kind_name(int k)
 typedef struct {
   const char *file;  /* the layout file, as named */
   const char *what;  /* the tensor list compared with */
-  const dbuf_tensors_t *t, *ref;
+  const dbuf_tensors_t *t, *ref; /* the buffer's tensors, the reference buffer's */
+  const char *label; /* "buffer UNIT/DTYPE: " for a plan of several buffers, else "" */
+  const dbuf_plan_t *plan, *rplan; /* the file's and the reference's (or NULL) */
+  int64_t *rmatch;   /* [buffers of plan]: the reference buffer of each, or -1 */
+  char *rused;       /* [buffers of rplan]: matched by a buffer of plan */
   int printing, all;
   int64_t count;
   int64_t found[NKINDS], shown[NKINDS];
@@ -116,7 +128,7 @@ on_violation(const dbuf_violation_t *v, void *arg)
   vstate_t *s = arg;
   int k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_CHUNK ? (int)v->kind : 0;
   if (take(s, k))
-    printf("%s: %s: %s\n", s->file, cli_violation_name(v->kind), v->msg);
+    printf("%s: %s: %s%s\n", s->file, cli_violation_name(v->kind), s->label, v->msg);
   return 0;
 }
 
@@ -140,43 +152,85 @@ on_diff(const dbuf_tensors_diff_t *d, void *arg)
     return 0;
   switch (d->kind) {
   case DBUF_TDIFF_MISSING:
-    printf("%s: missing: tensor %s (%s) of %s is not in the layout\n", s->file,
+    printf("%s: missing: %stensor %s (%s) of %s is not in the layout\n", s->file, s->label,
            dbuf_tensors_name(s->ref, d->ref_id),
            shape(s->ref, d->ref_id, b, sizeof b), s->what);
     break;
   case DBUF_TDIFF_EXTRA:
-    printf("%s: extra: tensor %s (%s) is not in %s\n", s->file,
+    printf("%s: extra: %stensor %s (%s) is not in %s\n", s->file, s->label,
            dbuf_tensors_name(s->t, d->id), shape(s->t, d->id, a, sizeof a),
            s->what);
     break;
   case DBUF_TDIFF_SHAPE:
-    printf("%s: shape: tensor %s has shape %s in the layout, %s in %s\n",
-           s->file, dbuf_tensors_name(s->t, d->id),
+    printf("%s: shape: %stensor %s has shape %s in the layout, %s in %s\n",
+           s->file, s->label, dbuf_tensors_name(s->t, d->id),
            shape(s->t, d->id, a, sizeof a),
            shape(s->ref, d->ref_id, b, sizeof b), s->what);
     break;
   case DBUF_TDIFF_ORDER:
-    printf("%s: order: tensor %s is tensor %lld in the layout but %lld in %s\n",
-           s->file, dbuf_tensors_name(s->t, d->id), (long long)d->id,
+    printf("%s: order: %stensor %s is tensor %lld in the layout but %lld in %s\n",
+           s->file, s->label, dbuf_tensors_name(s->t, d->id), (long long)d->id,
            (long long)d->ref_id, s->what);
     break;
   default:
-    printf("%s: %s\n", s->file, d->msg);
+    printf("%s: %s%s\n", s->file, s->label, d->msg);
   }
   return 0;
 }
 
-/* Validate the layout and compare its tensors with ref (when given);
- * 0, or the exit code of the library error with the error printed. */
-static int
-check(vstate_t *s, const dbuf_layout_t *l)
+/* A buffer of the file or of the reference without a counterpart. */
+static void
+buffer_diff(vstate_t *s, int kind, const dbuf_plan_t *p, int64_t k)
 {
-  int e = dbuf_layout_validate(l, on_violation, s, NULL, NULL);
-  if (e == 0 || e == DBUF_ELAYOUT)
-    e = s->ref == NULL ? 0 : dbuf_tensors_compare(s->t, s->ref, on_diff, s, NULL);
-  if (e != 0 && e != DBUF_ELAYOUT && e != DBUF_EVERIFY) {
-    cli_err("%s: %s", s->file, dbuf_strerror(e));
-    return cli_exit_code(e);
+  dbuf_plan_buffer_t b;
+  dbuf_plan_buffer(p, k, &b);
+  int64_t nt = dbuf_layout_ntensors(b.layout);
+  if (!take(s, DIFF_BASE + kind))
+    return;
+  if (kind == DBUF_TDIFF_MISSING)
+    printf("%s: missing: buffer %s/%s (%lld tensor%s) of %s is not in the layout\n",
+           s->file, b.unit, dbuf_dtype_name(b.dtype), (long long)nt, nt == 1 ? "" : "s",
+           s->what);
+  else
+    printf("%s: extra: buffer %s/%s (%lld tensor%s) is not in %s\n", s->file, b.unit,
+           dbuf_dtype_name(b.dtype), (long long)nt, nt == 1 ? "" : "s", s->what);
+}
+
+/* Validate every buffer and compare its tensors with the reference buffer
+ * of the same unit and dtype (when given); 0, or the exit code of the
+ * library error with the error printed. */
+static int
+check(vstate_t *s)
+{
+  int single = cli_plan_is_single(s->plan);
+  char label[DBUF_DIAG_LEN];
+  for (int64_t k = 0; k < dbuf_plan_nbuffers(s->plan); k++) {
+    dbuf_plan_buffer_t b, rb;
+    dbuf_plan_buffer(s->plan, k, &b);
+    snprintf(label, sizeof label, single ? "" : "buffer %s/%s: ", b.unit,
+             dbuf_dtype_name(b.dtype));
+    s->label = label;
+    s->t = dbuf_layout_tensors(b.layout);
+    int e = dbuf_layout_validate(b.layout, on_violation, s, NULL, NULL);
+    if ((e == 0 || e == DBUF_ELAYOUT) && s->rplan != NULL) {
+      if (s->rmatch[k] < 0) {
+        buffer_diff(s, DBUF_TDIFF_EXTRA, s->plan, k);
+        e = 0;
+      } else {
+        dbuf_plan_buffer(s->rplan, s->rmatch[k], &rb);
+        s->ref = dbuf_layout_tensors(rb.layout);
+        e = dbuf_tensors_compare(s->t, s->ref, on_diff, s, NULL);
+      }
+    }
+    if (e != 0 && e != DBUF_ELAYOUT && e != DBUF_EVERIFY) {
+      cli_err("%s: %s%s", s->file, label, dbuf_strerror(e));
+      return cli_exit_code(e);
+    }
+  }
+  s->label = "";
+  for (int64_t k = 0; s->rplan != NULL && k < dbuf_plan_nbuffers(s->rplan); k++) {
+    if (!s->rused[k])
+      buffer_diff(s, DBUF_TDIFF_MISSING, s->rplan, k);
   }
   return 0;
 }
@@ -184,7 +238,7 @@ check(vstate_t *s, const dbuf_layout_t *l)
 /* "LAYOUT: FAILED: N problems (cut 25, shape 1)", then the problems, then
  * "LAYOUT: cut: ... 5 more (use --all)" for each kind cut short. */
 static int
-report_problems(vstate_t *s, const dbuf_layout_t *l)
+report_problems(vstate_t *s)
 {
   const char *sep = " (";
   printf("%s: FAILED: %lld problem%s", s->file, (long long)s->count, s->count == 1 ? "" : "s");
@@ -196,7 +250,7 @@ report_problems(vstate_t *s, const dbuf_layout_t *l)
   }
   printf(")\n");
   s->printing = 1;
-  int rc = check(s, l);
+  int rc = check(s);
   if (rc != 0)
     return rc;
   for (int k = 0; k < NKINDS; k++) {
@@ -207,12 +261,83 @@ report_problems(vstate_t *s, const dbuf_layout_t *l)
   return CLI_EXIT_FAIL;
 }
 
+/* A buffer by (unit, dtype), for sorting the buffers of two plans. */
+typedef struct {
+  const char *unit;
+  dbuf_dtype_t dtype;
+  int64_t id;
+} bkey_t;
+
+static int
+bkey_cmp(const void *a, const void *b)
+{
+  const bkey_t *x = a, *y = b;
+  int c = strcmp(x->unit, y->unit);
+  return c != 0 ? c : (x->dtype > y->dtype) - (x->dtype < y->dtype);
+}
+
+static bkey_t *
+bkeys(const dbuf_plan_t *p)
+{
+  int64_t n = dbuf_plan_nbuffers(p);
+  bkey_t *k = malloc((size_t)n * sizeof *k);
+  for (int64_t i = 0; k != NULL && i < n; i++) {
+    dbuf_plan_buffer_t b;
+    dbuf_plan_buffer(p, i, &b);
+    k[i] = (bkey_t){b.unit, b.dtype, i};
+  }
+  if (k != NULL)
+    qsort(k, (size_t)n, sizeof *k, bkey_cmp);
+  return k;
+}
+
+/* s->rmatch and s->rused: the buffers of the file and of the reference
+ * matched by unit and dtype (both sorted, then merged: O(n log n)). */
+static int
+match_buffers(vstate_t *s)
+{
+  int64_t n = dbuf_plan_nbuffers(s->plan), rn = dbuf_plan_nbuffers(s->rplan), i = 0, j = 0;
+  bkey_t *a = bkeys(s->plan), *b = bkeys(s->rplan);
+  s->rmatch = malloc((size_t)n * sizeof *s->rmatch);
+  s->rused = calloc((size_t)rn, 1);
+  if (a == NULL || b == NULL || s->rmatch == NULL || s->rused == NULL) {
+    free(a);
+    free(b);
+    cli_err("out of memory");
+    return CLI_EXIT_FAIL;
+  }
+  for (int64_t k = 0; k < n; k++)
+    s->rmatch[k] = -1;
+  if (cli_plan_is_single(s->plan) && cli_plan_is_single(s->rplan)) {
+    /* One layout each: compared whatever their dtypes (a version 1 file
+     * written before dtypes has none, and the dtype moves no offset). */
+    s->rmatch[0] = 0;
+    s->rused[0] = 1;
+    i = n;
+  }
+  while (i < n && j < rn) {
+    int c = bkey_cmp(&a[i], &b[j]);
+    if (c == 0) {
+      s->rmatch[a[i].id] = b[j].id;
+      s->rused[b[j].id] = 1;
+    }
+    i += c <= 0;
+    j += c >= 0;
+  }
+  free(a);
+  free(b);
+  return 0;
+}
+
 int
 cmd_verify(int argc, char **argv)
 {
   static const struct option longopts[] = {
       CLI_INPUT_LONGOPTS,
       CLI_PARALLEL_LONGOPTS,
+      {"dtype", required_argument, NULL, CLI_OPT_DTYPE},
+      {"dtype-map", required_argument, NULL, CLI_OPT_DTYPE_MAP},
+      {"units", required_argument, NULL, CLI_OPT_UNITS},
       {"all", no_argument, NULL, OPT_ALL},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -220,11 +345,12 @@ cmd_verify(int argc, char **argv)
   const char *file = NULL;
   int c, rc = CLI_EXIT_USAGE, all = 0;
   dbuf_tensors_t *ref = NULL;
-  dbuf_layout_t *l = NULL;
+  dbuf_plan_t *p = NULL, *rp = NULL;
   char *text = NULL;
   size_t len;
   dbuf_diag_t d;
   char what[1024];
+  vstate_t st = {.all = all};
 
   cli_plan_opts_init(&o);
   optind = 1;
@@ -269,33 +395,55 @@ cmd_verify(int argc, char **argv)
     cli_err("--order applies to --safetensors only");
     goto out;
   }
+  if (!compare && (o.units != NULL || o.ndtype_map > 0 || o.dtype_set)) {
+    cli_err("--%s applies with a tensor list to compare with (--shapes, --model or "
+            "--safetensors)",
+            o.units != NULL ? "units" : o.ndtype_map > 0 ? "dtype-map" : "dtype");
+    goto out;
+  }
   if (dbuf_file_read_all(file, &text, &len, &d) != 0 ||
-      dbuf_layout_from_json(name, text, len, &l, &d) != 0) {
+      dbuf_plan_from_json(name, text, len, &p, &d) != 0) {
     cli_err("%s", d.msg);
     rc = cli_exit_code(d.code);
     goto out;
   }
-  if (compare && (rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0) {
-    rc = cli_exit_code(rc);
-    goto out;
+  if (compare) {
+    /* The reference's buffers: its tensors grouped by --units and dtype
+     * (the layout of one rank, unpadded, is all that is looked at). */
+    o.params.kind = DBUF_LAYOUT_UNPADDED;
+    o.params.nranks = 1;
+    if ((rc = cli_load_tensors(&o, &ref, NULL, what, sizeof what)) != 0 ||
+        (rc = cli_build_plan(&o, ref, what, &rp)) != 0) {
+      rc = cli_exit_code(rc);
+      goto out;
+    }
   }
 
   char dp_what[1100];
   snprintf(dp_what, sizeof dp_what, "%s: dp_size", name);
-  if ((rc = cli_check_dp(dp_what, dbuf_layout_nranks(l))) != 0)
+  if ((rc = cli_check_dp(dp_what, dbuf_plan_nranks(p))) != 0)
     goto out;
 
-  vstate_t st = {.file = name, .what = what, .t = dbuf_layout_tensors(l), .ref = ref,
-                 .all = all};
-  if ((rc = check(&st, l)) != 0)
+  st = (vstate_t){.file = name, .what = what, .plan = p, .rplan = rp, .label = "", .all = all};
+  if (rp != NULL && (rc = match_buffers(&st)) != 0)
+    goto out;
+  if ((rc = check(&st)) != 0)
     goto out;
   if (st.count > 0) {
-    rc = report_problems(&st, l);
+    rc = report_problems(&st);
   } else {
-    printf("%s: OK: %s layout, dp %d, %lld tensors, %lld elements%s%s\n", name,
-           dbuf_layout_kind_name(dbuf_layout_kind(l)), dbuf_layout_nranks(l),
-           (long long)dbuf_layout_ntensors(l), (long long)dbuf_layout_size(l),
-           ref != NULL ? "; names, order and shapes match " : "",
+    dbuf_plan_totals_t tt;
+    dbuf_plan_buffer_t b;
+    dbuf_plan_buffer(p, 0, &b);
+    if (dbuf_plan_totals(p, &tt) != 0)
+      tt.tensors = tt.buffer_elems = -1; /* a plan that validates cannot overflow */
+    if (cli_plan_is_single(p))
+      printf("%s: OK: %s layout, dp %d", name, dbuf_layout_kind_name(dbuf_layout_kind(b.layout)),
+             dbuf_plan_nranks(p));
+    else
+      printf("%s: OK: %lld buffers, dp %d", name, (long long)tt.buffers, dbuf_plan_nranks(p));
+    printf(", %lld tensors, %lld elements%s%s\n", (long long)tt.tensors,
+           (long long)tt.buffer_elems, ref != NULL ? "; names, order and shapes match " : "",
            ref != NULL ? what : "");
     rc = CLI_EXIT_OK;
   }
@@ -304,8 +452,11 @@ cmd_verify(int argc, char **argv)
     rc = CLI_EXIT_FAIL;
   }
 out:
+  free(st.rmatch);
+  free(st.rused);
   free(text);
-  dbuf_layout_destroy(l);
+  dbuf_plan_destroy(p);
+  dbuf_plan_destroy(rp);
   dbuf_tensors_destroy(ref);
   cli_plan_opts_free(&o);
   return rc;

@@ -24,11 +24,18 @@ cli_problems_free(cli_problems_t *p)
   p->n = p->cap = 0;
 }
 
-/* Append one "KIND: message" line; non-zero stops the validation (no memory). */
+/* The problems of a plan's validation, each line after label. */
+typedef struct {
+  cli_problems_t *probs;
+  const char *label; /* "buffer UNIT/DTYPE: " or "" */
+} collect_t;
+
+/* Append one "[LABEL]KIND: message" line; non-zero stops the validation (no memory). */
 static int
 on_violation(const dbuf_violation_t *v, void *arg)
 {
-  cli_problems_t *p = arg;
+  collect_t *c = arg;
+  cli_problems_t *p = c->probs;
   char buf[DBUF_DIAG_LEN + 32];
   if (p->n == p->cap) {
     int64_t cap = p->cap ? 2 * p->cap : 16;
@@ -38,11 +45,39 @@ on_violation(const dbuf_violation_t *v, void *arg)
     p->line = nl;
     p->cap = cap;
   }
-  snprintf(buf, sizeof buf, "%s: %s", cli_violation_name(v->kind), v->msg);
+  snprintf(buf, sizeof buf, "%s%s: %s", c->label, cli_violation_name(v->kind), v->msg);
   if ((p->line[p->n] = strdup(buf)) == NULL)
     return 1;
   p->n++;
   return 0;
+}
+
+/* Validate l, its problems appended to probs after label; 0, or the error
+ * (printed) when the validation could not run. */
+static int
+validate(const char *path, const dbuf_layout_t *l, const char *label, cli_problems_t *probs)
+{
+  collect_t c = {probs, label};
+  dbuf_diag_t d;
+  int64_t before = probs->n;
+  int e = dbuf_layout_validate(l, on_violation, &c, NULL, &d);
+  if (e == 0 || (e == DBUF_ELAYOUT && probs->n > before))
+    return 0;
+  /* DBUF_ELAYOUT with no problem listed: on_violation ran out of memory. */
+  e = e == DBUF_ELAYOUT ? DBUF_ENOMEM : e;
+  cli_err("%s: %s%s", path, label, dbuf_strerror(e));
+  return e;
+}
+
+/* Problems found: the one-line verdict, DBUF_EVERIFY; else 0. */
+static int
+problems_verdict(const char *path, const cli_problems_t *probs)
+{
+  if (probs->n == 0)
+    return 0;
+  cli_err("%s: FAIL: %lld problem%s, the first: %s", path, (long long)probs->n,
+          probs->n == 1 ? "" : "s", probs->line[0]);
+  return DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
 }
 
 int
@@ -71,24 +106,56 @@ cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out, cli_prob
     rc = DBUF_ENRANKS;
     goto out;
   }
-  int e = dbuf_layout_validate(l, on_violation, probs, NULL, &d);
-  if (e == DBUF_ELAYOUT && probs->n > 0) {
-    cli_err("%s: FAIL: %lld problem%s, the first: %s", path, (long long)probs->n,
-            probs->n == 1 ? "" : "s", probs->line[0]);
-    rc = DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
+  if ((rc = validate(path, l, "", probs)) != 0 || (rc = problems_verdict(path, probs)) != 0)
     goto out;
-  }
-  if (e != 0) {
-    /* DBUF_ELAYOUT with no problem listed: on_violation ran out of memory. */
-    rc = e == DBUF_ELAYOUT ? DBUF_ENOMEM : e;
-    cli_err("%s: %s", path, dbuf_strerror(rc));
-    goto out;
-  }
   *out = l;
   l = NULL;
-  rc = 0;
 out:
   dbuf_layout_destroy(l);
+  free(text);
+  return rc;
+}
+
+int
+cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
+                          cli_problems_t *probs, uint64_t *digest)
+{
+  char *text = NULL, label[DBUF_DIAG_LEN];
+  size_t len = 0;
+  dbuf_plan_t *p = NULL;
+  dbuf_diag_t d;
+  int rc;
+
+  if ((rc = dbuf_file_read_all(path, &text, &len, &d)) != 0) {
+    cli_err("%s", d.msg);
+    return rc;
+  }
+  if (digest != NULL)
+    *digest = dbuf_hash64(text, len, 0);
+  if ((rc = dbuf_plan_from_json(path, text, len, &p, &d)) != 0) {
+    cli_err("%s", d.msg);
+    goto out;
+  }
+  if (dbuf_plan_nranks(p) != nranks) {
+    cli_err("%s: dp_size %d does not match the %d ranks of the job (run it with mpirun -np %d)",
+            path, dbuf_plan_nranks(p), nranks, dbuf_plan_nranks(p));
+    rc = DBUF_ENRANKS;
+    goto out;
+  }
+  int single = cli_plan_is_single(p);
+  for (int64_t k = 0; k < dbuf_plan_nbuffers(p) && rc == 0; k++) {
+    dbuf_plan_buffer_t b;
+    dbuf_plan_buffer(p, k, &b);
+    snprintf(label, sizeof label, single ? "" : "buffer %s/%s: ", b.unit,
+             dbuf_dtype_name(b.dtype));
+    rc = validate(path, b.layout, label, probs);
+  }
+  if (rc != 0 || (rc = problems_verdict(path, probs)) != 0)
+    goto out;
+  *out = p;
+  p = NULL;
+out:
+  dbuf_plan_destroy(p);
   free(text);
   return rc;
 }

@@ -519,8 +519,9 @@ cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out, uint64_t *diges
  * of the rules), or padding above WARN_PADDING_PERCENT of the buffer.  One
  * line each on stderr, "dbuf-shard: warning: ...".
  */
-void
-cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
+static void
+warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what,
+            const char *label)
 {
   int64_t rows = 0;
   int dp = dbuf_layout_nranks(l);
@@ -529,9 +530,9 @@ cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *wha
       return; /* more rows than any dp */
   }
   if (dp > rows)
-    cli_err("warning: dp %d is more than the %lld row%s of %s: at least %lld %s no "
+    cli_err("warning: %sdp %d is more than the %lld row%s of %s: at least %lld %s no "
             "row (valid, but probably not what was meant)",
-            dp, (long long)rows, rows == 1 ? "" : "s", what, (long long)(dp - rows),
+            label, dp, (long long)rows, rows == 1 ? "" : "s", what, (long long)(dp - rows),
             dp - rows == 1 ? "rank holds" : "ranks hold");
   dbuf_layout_stats_t st;
   int64_t size = dbuf_layout_size(l), tenfold;
@@ -540,9 +541,37 @@ cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *wha
   /* padding x 100 / PERCENT > size; a product past INT64_MAX is past size. */
   if (__builtin_mul_overflow(st.padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
       tenfold > size) {
-    cli_err("warning: padding is %.2f%% of the buffer (%lld of %lld elements)%s",
-            100.0 * (double)st.padding / (double)size, (long long)st.padding, (long long)size,
+    cli_err("warning: %spadding is %.2f%% of the buffer (%lld of %lld elements)%s",
+            label, 100.0 * (double)st.padding / (double)size, (long long)st.padding, (long long)size,
             dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED ? "; --layout unpadded has none" : "");
+  }
+}
+
+void
+cli_warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what)
+{
+  warn_layout(t, l, what, "");
+}
+
+int
+cli_plan_is_single(const dbuf_plan_t *p)
+{
+  dbuf_plan_buffer_t b;
+  return dbuf_plan_nbuffers(p) == 1 && dbuf_plan_buffer(p, 0, &b) == 0 &&
+         strcmp(b.unit, DBUF_UNIT_ALL) == 0;
+}
+
+void
+cli_warn_plan(const dbuf_plan_t *p, const char *what)
+{
+  char label[DBUF_DIAG_LEN];
+  int single = cli_plan_is_single(p);
+  for (int64_t k = 0; k < dbuf_plan_nbuffers(p); k++) {
+    dbuf_plan_buffer_t b;
+    dbuf_plan_buffer(p, k, &b);
+    snprintf(label, sizeof label, single ? "" : "buffer %s/%s: ", b.unit,
+             dbuf_dtype_name(b.dtype));
+    warn_layout(dbuf_layout_tensors(b.layout), b.layout, what, label);
   }
 }
 

@@ -135,4 +135,15 @@ int dbuf__key3_cmp(const void *x, const void *y);
 int dbuf__tensor_unit(const dbuf_tensors_t *t, int64_t i, int64_t block, int64_t align,
                       int64_t *unit, dbuf_diag_t *diag);
 
+/* The layout JSON pieces shared with the plan JSON (plan_json.c). */
+struct dbuf__sb;
+struct json_t;
+/* A layout's members from "layout" on, one a line indented by ind spaces
+ * (nested lines by ind + 2 and ind + 4), the last without its newline. */
+void dbuf__layout_json_members(struct dbuf__sb *b, const dbuf_layout_t *l, unsigned flags,
+                               int ind);
+/* A layout from a parsed JSON object; name starts every message. */
+int dbuf__layout_from_obj(const char *name, struct json_t *obj, dbuf_layout_t **out,
+                          dbuf_diag_t *diag);
+
 #endif /* DBUF_LAYOUT_INTERNAL_H */

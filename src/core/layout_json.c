@@ -9,6 +9,85 @@
 #include <stdlib.h>
 #include <string.h>
 
+void
+dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags, int ind)
+{
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
+  const int *owners = dbuf_layout_owners(l);
+  int nranks = dbuf_layout_nranks(l);
+  int64_t n = dbuf_layout_ntensors(l);
+
+  dbuf__sb_printf(b, "%*s\"layout\": \"%s\",\n%*s\"dp_size\": %d,\n%*s\"block_size\": %lld,\n",
+                  ind, "", dbuf_layout_kind_name(dbuf_layout_kind(l)), ind, "", nranks, ind,
+                  "", (long long)dbuf_layout_block_size(l));
+  if (dbuf_layout_chunk_size(l) > 0)
+    dbuf__sb_printf(b, "%*s\"chunk_size\": %lld,\n", ind, "",
+                    (long long)dbuf_layout_chunk_size(l));
+  dbuf__sb_printf(b, "%*s\"size\": %lld,\n%*s\"logical_size\": %lld,\n", ind, "",
+                  (long long)dbuf_layout_size(l), ind, "", (long long)dbuf_tensors_total(t));
+  dbuf__sb_printf(b, "%*s\"rank_offsets\": [", ind, "");
+  for (int r = 0; r < nranks; r++)
+    dbuf__sb_printf(b, r ? ", %lld" : "%lld", (long long)range[r]);
+  dbuf__sb_printf(b, "],\n%*s\"tensors\": [", ind, "");
+  for (int64_t i = 0; i < n && !b->failed; i++) {
+    dbuf__sb_printf(b, "%s\n%*s{\"name\": ", i ? "," : "", ind + 2, "");
+    dbuf__sb_json_string(b, dbuf_tensors_name(t, i));
+    dbuf__sb_printf(b, ", \"shape\": [");
+    const int64_t *d = dbuf_tensors_dims(t, i);
+    for (int k = 0; k < dbuf_tensors_ndim(t, i); k++)
+      dbuf__sb_printf(b, k ? ", %lld" : "%lld", (long long)d[k]);
+    dbuf__sb_printf(b, "], \"offset\": %lld", (long long)off[i]);
+    if (owners != NULL)
+      dbuf__sb_printf(b, ", \"owner\": %d", owners[i]);
+    dbuf__sb_printf(b, "}");
+  }
+  if (n)
+    dbuf__sb_printf(b, "\n%*s]", ind, "");
+  else
+    dbuf__sb_printf(b, "]");
+  if (flags & DBUF_JSON_PIECES) {
+    dbuf__sb_printf(b, ",\n%*s\"ranks\": [", ind, "");
+    dbuf_piece_t *pc = NULL;
+    int64_t cap = 0;
+    for (int r = 0; r < nranks && !b->failed; r++) {
+      int64_t np;
+      dbuf_layout_rank_pieces(l, r, NULL, 0, &np);
+      if (np > cap) {
+        dbuf_piece_t *npc = dbuf__reallocn(pc, np, sizeof *npc);
+        if (npc == NULL) {
+          b->failed = 1;
+          break;
+        }
+        pc = npc;
+        cap = np;
+      }
+      dbuf_layout_rank_pieces(l, r, pc, cap, &np);
+      dbuf__sb_printf(b,
+                      "%s\n%*s{\"rank\": %d, \"offset\": %lld, \"size\": %lld, "
+                      "\"pieces\": [",
+                      r ? "," : "", ind + 2, "", r, (long long)range[r],
+                      (long long)(range[r + 1] - range[r]));
+      for (int64_t k = 0; k < np; k++)
+        dbuf__sb_printf(b,
+                        "%s\n%*s{\"tensor\": %lld, \"first_row\": %lld, \"rows\": "
+                        "%lld, \"elements\": %lld, \"offset\": %lld}",
+                        k ? "," : "", ind + 4, "", (long long)pc[k].tensor,
+                        (long long)pc[k].first_row, (long long)pc[k].nrows,
+                        (long long)pc[k].nelems, (long long)pc[k].offset);
+      if (np)
+        dbuf__sb_printf(b, "\n%*s]}", ind + 2, "");
+      else
+        dbuf__sb_printf(b, "]}");
+    }
+    free(pc);
+    if (nranks)
+      dbuf__sb_printf(b, "\n%*s]", ind, "");
+    else
+      dbuf__sb_printf(b, "]");
+  }
+}
+
 int
 dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
                     size_t *len)
@@ -16,74 +95,9 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
   dbuf__sb_t b = DBUF__SB_INIT;
   if (l == NULL || text == NULL || len == NULL)
     return DBUF_EINVAL;
-  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
-  const int *owners = dbuf_layout_owners(l);
-  int nranks = dbuf_layout_nranks(l);
-  int64_t n = dbuf_layout_ntensors(l);
-
-  dbuf__sb_printf(&b,
-            "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n"
-            "  \"layout\": \"%s\",\n  \"dp_size\": %d,\n  \"block_size\": "
-            "%lld,\n",
-            DBUF_LAYOUT_JSON_VERSION, dbuf_layout_kind_name(dbuf_layout_kind(l)),
-            nranks, (long long)dbuf_layout_block_size(l));
-  if (dbuf_layout_chunk_size(l) > 0)
-    dbuf__sb_printf(&b, "  \"chunk_size\": %lld,\n",
-              (long long)dbuf_layout_chunk_size(l));
-  dbuf__sb_printf(&b, "  \"size\": %lld,\n  \"logical_size\": %lld,\n",
-            (long long)dbuf_layout_size(l), (long long)dbuf_tensors_total(t));
-  dbuf__sb_printf(&b, "  \"rank_offsets\": [");
-  for (int r = 0; r < nranks; r++)
-    dbuf__sb_printf(&b, r ? ", %lld" : "%lld", (long long)range[r]);
-  dbuf__sb_printf(&b, "],\n  \"tensors\": [");
-  for (int64_t i = 0; i < n && !b.failed; i++) {
-    dbuf__sb_printf(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
-    dbuf__sb_json_string(&b, dbuf_tensors_name(t, i));
-    dbuf__sb_printf(&b, ", \"shape\": [");
-    const int64_t *d = dbuf_tensors_dims(t, i);
-    for (int k = 0; k < dbuf_tensors_ndim(t, i); k++)
-      dbuf__sb_printf(&b, k ? ", %lld" : "%lld", (long long)d[k]);
-    dbuf__sb_printf(&b, "], \"offset\": %lld", (long long)off[i]);
-    if (owners != NULL)
-      dbuf__sb_printf(&b, ", \"owner\": %d", owners[i]);
-    dbuf__sb_printf(&b, "}");
-  }
-  dbuf__sb_printf(&b, n ? "\n  ]" : "]");
-  if (flags & DBUF_JSON_PIECES) {
-    dbuf__sb_printf(&b, ",\n  \"ranks\": [");
-    dbuf_piece_t *pc = NULL;
-    int64_t cap = 0;
-    for (int r = 0; r < nranks && !b.failed; r++) {
-      int64_t np;
-      dbuf_layout_rank_pieces(l, r, NULL, 0, &np);
-      if (np > cap) {
-        dbuf_piece_t *npc = dbuf__reallocn(pc, np, sizeof *npc);
-        if (npc == NULL) {
-          b.failed = 1;
-          break;
-        }
-        pc = npc;
-        cap = np;
-      }
-      dbuf_layout_rank_pieces(l, r, pc, cap, &np);
-      dbuf__sb_printf(&b,
-                "%s\n    {\"rank\": %d, \"offset\": %lld, \"size\": %lld, "
-                "\"pieces\": [",
-                r ? "," : "", r, (long long)range[r],
-                (long long)(range[r + 1] - range[r]));
-      for (int64_t k = 0; k < np; k++)
-        dbuf__sb_printf(&b,
-                  "%s\n      {\"tensor\": %lld, \"first_row\": %lld, \"rows\": "
-                  "%lld, \"elements\": %lld, \"offset\": %lld}",
-                  k ? "," : "", (long long)pc[k].tensor,
-                  (long long)pc[k].first_row, (long long)pc[k].nrows,
-                  (long long)pc[k].nelems, (long long)pc[k].offset);
-      dbuf__sb_printf(&b, np ? "\n    ]}" : "]}");
-    }
-    free(pc);
-    dbuf__sb_printf(&b, nranks ? "\n  ]" : "]");
-  }
+  dbuf__sb_printf(&b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
+                  DBUF_LAYOUT_JSON_VERSION);
+  dbuf__layout_json_members(&b, l, flags, 2);
   dbuf__sb_printf(&b, "\n}\n");
   return dbuf__sb_finish(&b, text, len);
 }
@@ -271,20 +285,11 @@ check_logical(json_t *root, const doc_t *d, dbuf_diag_t *diag)
 }
 
 int
-dbuf_layout_from_json(const char *name, const char *text, size_t len,
-                      dbuf_layout_t **out, dbuf_diag_t *diag)
+dbuf__layout_from_obj(const char *name, json_t *root, dbuf_layout_t **out, dbuf_diag_t *diag)
 {
-  json_error_t jerr;
   doc_t d = {.name = name, .block = 1};
   dbuf_diag_t sub;
   int rc;
-
-  if (name == NULL || text == NULL || out == NULL)
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-  if (root == NULL)
-    return dbuf__diag(diag, DBUF_EPARSE, "%s:%d: invalid JSON: %s", name,
-                      jerr.line, jerr.text);
   if (!json_is_object(root))
     rc = dbuf__diag(diag, DBUF_EPARSE, "%s: expected a JSON object", name);
   else if ((rc = read_header(root, &d, diag)) == 0 &&
@@ -296,10 +301,33 @@ dbuf_layout_from_json(const char *name, const char *text, size_t len,
                                         d.offsets, d.ranks, d.nowners ? d.owners : NULL,
                                         out, &sub)) != 0)
     dbuf__diag(diag, rc, "%s: %s", name, sub.msg);
-  json_decref(root);
   dbuf_tensors_destroy(d.t);
   free(d.offsets);
   free(d.ranks);
   free(d.owners);
+  return rc;
+}
+
+int
+dbuf_layout_from_json(const char *name, const char *text, size_t len,
+                      dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  json_error_t jerr;
+  int rc;
+
+  if (name == NULL || text == NULL || out == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (root == NULL)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s:%d: invalid JSON: %s", name,
+                      jerr.line, jerr.text);
+  json_t *bufs = json_is_object(root) ? json_object_get(root, "buffers") : NULL;
+  if (bufs != NULL)
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s: a plan of %zu buffers (\"buffers\", version 2), not one layout",
+                    name, json_array_size(bufs));
+  else
+    rc = dbuf__layout_from_obj(name, root, out, diag);
+  json_decref(root);
   return rc;
 }

@@ -242,7 +242,7 @@ build_group(const dbuf_tensors_t *t, const group_t *g, const int64_t *ids,
   if (params->owners != NULL) {
     if (params->nowners != dbuf_tensors_count(t)) {
       dbuf_tensors_destroy(s);
-      return dbuf__diag(diag, DBUF_EOWNER, "%lld owners for %lld tensors",
+      return dbuf__diag(diag, DBUF_EOWNER, "owners count mismatch: %lld owners for %lld tensors",
                         (long long)params->nowners, (long long)dbuf_tensors_count(t));
     }
     if ((owners = dbuf__mallocn(g->count, sizeof *owners)) == NULL) {

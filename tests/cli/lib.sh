@@ -88,3 +88,11 @@ finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]
 }
+# st_write FILE HEADER DATA_BYTES: a safetensors file of that header (its
+# 8-byte little-endian length first) and DATA_BYTES zero bytes.
+st_write() {
+  local f=$1 h=$2 n=${#2}
+  printf "$(printf '\\x%02x' $((n & 255)) $(((n >> 8) & 255)) $(((n >> 16) & 255)) $(((n >> 24) & 255)) 0 0 0 0)" >"$f"
+  printf '%s' "$h" >>"$f"
+  head -c "$3" /dev/zero >>"$f"
+}

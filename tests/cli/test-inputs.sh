@@ -69,16 +69,10 @@ expect_code 2 "broken JSON shape list"
 expect_err_has "dbuf-shard: $T/broken.json:1:" "broken JSON shape list names file and line"
 
 # ---- safetensors ----
-# st_write FILE HEADER DATA_BYTES
-st_write() {
-  local f=$1 h=$2 n=${#2}
-  printf "$(printf '\\x%02x' $((n & 255)) $(((n >> 8) & 255)) $(((n >> 16) & 255)) $(((n >> 24) & 255)) 0 0 0 0)" >"$f"
-  printf '%s' "$h" >>"$f"
-  head -c "$3" /dev/zero >>"$f"
-}
 # Keys out of data order: the tensor order follows data_offsets.
 st_write "$T/one.safetensors" '{"__metadata__":{"format":"pt"},"b.weight":{"dtype":"F32","shape":[4],"data_offsets":[12,28]},"a.weight":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}}' 28
-run plan --format json --safetensors "$T/one.safetensors"
+# --dtype bf16: one dtype, one buffer (the mixed dtypes are test-units.sh's)
+run plan --format json --safetensors "$T/one.safetensors" --dtype bf16
 expect_code 0 "safetensors file"
 expect_json '[.tensors[] | [.name, .shape]]' '[["a.weight",[2,3]],["b.weight",[4]]]' "safetensors: data order, metadata skipped"
 run plan --safetensors "$T/one.safetensors" --format table --dp 2 --layout unpadded
@@ -88,15 +82,15 @@ expect_code 0 "safetensors table"
 st_write "$T/model-00001-of-00002.safetensors" '{"x.weight":{"dtype":"F16","shape":[4,2],"data_offsets":[0,16]},"y.bias":{"dtype":"F16","shape":[2],"data_offsets":[16,20]}}' 20
 st_write "$T/model-00002-of-00002.safetensors" '{"z.weight":{"dtype":"F8_E4M3","shape":[3,3],"data_offsets":[0,9]}}' 9
 printf '{"metadata": {"total_size": 29}, "weight_map": {"z.weight": "model-00002-of-00002.safetensors", "x.weight": "model-00001-of-00002.safetensors", "y.bias": "model-00001-of-00002.safetensors"}}\n' >"$T/model.safetensors.index.json"
-run plan --format json --safetensors "$T/model.safetensors.index.json" --layout unpadded --dp 2
+run plan --format json --safetensors "$T/model.safetensors.index.json" --layout unpadded --dp 2 --dtype bf16
 expect_code 0 "sharded checkpoint"
 expect_json '[.tensors[] | [.name, .shape]]' '[["x.weight",[4,2]],["y.bias",[2]],["z.weight",[3,3]]]' "sharded: index order"
 # Several files on the command line, in the order given.
-run plan --format json --safetensors "$T/model-00002-of-00002.safetensors" "$T/model-00001-of-00002.safetensors"
+run plan --format json --dtype bf16 --safetensors "$T/model-00002-of-00002.safetensors" "$T/model-00001-of-00002.safetensors"
 expect_json '[.tensors[].name]' '["z.weight","x.weight","y.bias"]' "several files in the order given"
 # --order names the order.
 printf 'y.bias\n# comment\nz.weight\nx.weight\n' >"$T/order"
-run plan --format json --safetensors "$T/model.safetensors.index.json" --order "$T/order"
+run plan --format json --dtype bf16 --safetensors "$T/model.safetensors.index.json" --order "$T/order"
 expect_json '[.tensors[].name]' '["y.bias","z.weight","x.weight"]' "--order"
 printf 'y.bias\nz.weight\n' >"$T/order-short"
 run plan --safetensors "$T/model.safetensors.index.json" --order "$T/order-short"
@@ -110,10 +104,10 @@ run plan --shapes "$T/seed" --order "$T/order"
 expect_code 2 "--order without --safetensors"
 expect_err "dbuf-shard: --order applies to --safetensors only" "--order without --safetensors message"
 # verify a layout planned from a checkpoint against the checkpoint.
-"$DBUF" plan --format json --safetensors "$T/model.safetensors.index.json" --dp 2 -o "$T/st.json"
-run verify "$T/st.json" --safetensors "$T/model.safetensors.index.json"
+"$DBUF" plan --format json --dtype bf16 --safetensors "$T/model.safetensors.index.json" --dp 2 -o "$T/st.json"
+run verify "$T/st.json" --dtype bf16 --safetensors "$T/model.safetensors.index.json"
 expect_code 0 "verify against a checkpoint"
-run verify "$T/st.json" --safetensors "$T/model.safetensors.index.json" --order "$T/order"
+run verify "$T/st.json" --dtype bf16 --safetensors "$T/model.safetensors.index.json" --order "$T/order"
 expect_code 1 "verify against a checkpoint in another order"
 expect_out_has "order: tensor" "verify names the reordered tensor"
 
