@@ -52,6 +52,20 @@ extern "C" {
 /** Size of the bounce buffer a converting read goes through (bytes). */
 #define DBUF_LOAD_BOUNCE_BYTES ((int64_t)8 << 20)
 
+/** How the ranks read (the MPI loader, dbuf_comm_load() in dbuf/comm.h). */
+typedef enum dbuf_io {
+  DBUF_IO_POSIX = 1,      /**< "posix": pread */
+  DBUF_IO_MPIIO = 2,      /**< "mpiio": MPI_File_read_at, files opened on MPI_COMM_SELF */
+  DBUF_IO_MPIIO_COLL = 3  /**< "mpiio-coll": MPI_File_read_at_all, files opened on the
+                               communicator */
+} dbuf_io_t;
+
+/** \brief "posix", "mpiio", "mpiio-coll"; "unknown" for other values. */
+DBUF_EXPORT const char *dbuf_io_name(int io);
+
+/** \brief An I/O method by name. \return 0, or DBUF_EINVAL (NULL), DBUF_ENOTFOUND */
+DBUF_EXPORT int dbuf_io_parse(const char *name, dbuf_io_t *io);
+
 /** One sequential read: bytes of one file into the destination. */
 typedef struct dbuf_load_extent {
   int64_t file;           /**< checkpoint file index (dbuf_st_file_path()) */

@@ -30,6 +30,27 @@ struct dbuf_load_plan {
   dbuf_load_stats_t stats;
 };
 
+static const char *const IO_NAMES[] = {NULL, "posix", "mpiio", "mpiio-coll"};
+
+const char *
+dbuf_io_name(int io)
+{
+  return io >= DBUF_IO_POSIX && io <= DBUF_IO_MPIIO_COLL ? IO_NAMES[io] : "unknown";
+}
+
+int
+dbuf_io_parse(const char *name, dbuf_io_t *io)
+{
+  if (name == NULL || io == NULL)
+    return DBUF_EINVAL;
+  for (int i = DBUF_IO_POSIX; i <= DBUF_IO_MPIIO_COLL; i++)
+    if (strcmp(name, IO_NAMES[i]) == 0) {
+      *io = (dbuf_io_t)i;
+      return 0;
+    }
+  return DBUF_ENOTFOUND;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Checks shared by the plan and the checksums                                */
 
