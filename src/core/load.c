@@ -482,8 +482,11 @@ int
 dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
                 dbuf_load_stats_t *stats, dbuf_diag_t *diag)
 {
-  if (p == NULL)
-    return dbuf__diag(diag, DBUF_EINVAL, "load: NULL plan");
+  if (p == NULL || (dst == NULL && dst_bytes > 0))
+    return dbuf__diag(diag, DBUF_EINVAL, "load: NULL plan or destination");
+  if (dst_bytes != p->dst_bytes)
+    return dbuf__diag(diag, DBUF_EINVAL, "load: destination is %lld bytes, the range needs %lld",
+                      (long long)dst_bytes, (long long)p->dst_bytes);
   double t0 = now_seconds();
   int *fd = dbuf__mallocn(p->nfiles > 0 ? p->nfiles : 1, sizeof *fd);
   if (fd == NULL)
