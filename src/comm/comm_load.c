@@ -121,7 +121,8 @@ mpiio_read(void *arg, int64_t file, int64_t offset, void *buf, int64_t bytes, db
  * close. */
 static int
 load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, void *dst,
-           int64_t dst_bytes, int coll, dbuf_load_stats_t *stats, dbuf_diag_t *diag)
+           int64_t dst_bytes, int coll, dbuf_load_stats_t *stats, int *agreed,
+           dbuf_diag_t *diag)
 {
   int64_t nf = dbuf_st_file_count(st);
   int64_t chunk = ctx->chunk < DBUF_LOAD_CHUNK_BYTES ? ctx->chunk : DBUF_LOAD_CHUNK_BYTES;
@@ -139,6 +140,7 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
   if (coll) { /* which files anyone reads, and how many reads each makes */
     if ((g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
       rc = g;
+      *agreed = 1;
       goto out;
     }
     if (dbuf_load_plan_reads(plan, chunk, used + nf) != 0 ||
@@ -156,6 +158,7 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
     }
     if ((g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
       rc = g;
+      *agreed = 1;
       goto out;
     }
   }
@@ -183,6 +186,7 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
   }
   if (coll && (g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
     rc = g;
+    *agreed = 1;
     goto out;
   }
   if (rc == 0) {
@@ -277,11 +281,13 @@ dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t 
     goto out;
   dbuf_comm_load_stats_t s;
   memset(&s, 0, sizeof s);
+  int agreed = 0; /* the collective reader agrees on its own failures */
   if (io == DBUF_IO_POSIX)
     rc = dbuf_load_posix(plan, dst, dst_bytes, &s.local, diag);
   else
-    rc = load_mpiio(ctx, plan, st, dst, dst_bytes, io == DBUF_IO_MPIIO_COLL, &s.local, diag);
-  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
+    rc = load_mpiio(ctx, plan, st, dst, dst_bytes, io == DBUF_IO_MPIIO_COLL, &s.local, &agreed,
+                    diag);
+  if (agreed || (rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
     goto out;
   rc = sum_stats(ctx, l, plan, st, &s);
   if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) == 0 && stats != NULL)
