@@ -445,7 +445,7 @@ START_TEST(test_load_all_ranks)
       unsigned char *mem = malloc((size_t)nb + 1);
       memset(mem, 0xa5, (size_t)nb + 1);
       dbuf_load_stats_t ls;
-      ck_assert_msg(dbuf_load_posix(plan, mem, nb, &ls, &d) == 0, "%s", d.msg);
+      ck_assert_msg(dbuf_load_posix(plan, mem, nb, NULL, NULL, &ls, &d) == 0, "%s", d.msg);
       ck_assert_int_eq(ls.convert.changed, 0); /* every value is exact in all three */
       int64_t tensor_bytes = 0;
       /* Every element of the range: tensor elements as expected, the rest zero. */
@@ -588,7 +588,7 @@ plan_error_st(const st_tensor_t *lay, int nlay, dbuf_st_t *st, dbuf_dtype_t dt, 
   if (rc == 0) { /* the plan was fine: load and sum, to see those errors */
     int64_t nb = (e - s) * dbuf_dtype_size(dt);
     void *mem = calloc((size_t)nb + 1, 1);
-    rc = dbuf_load_posix(plan, mem, nb, NULL, d);
+    rc = dbuf_load_posix(plan, mem, nb, NULL, NULL, NULL, d);
     uint64_t sums[8];
     dbuf_diag_t d2;
     int rc2 = dbuf_load_sums_file(l, s, e, dt, st, sums, NULL, NULL, &d2);
@@ -666,9 +666,9 @@ START_TEST(test_errors)
                    0);
   int64_t nb = dbuf_layout_size(l) * 4;
   void *mem = malloc((size_t)nb);
-  ck_assert_int_eq(dbuf_load_posix(plan, mem, nb, NULL, &d), DBUF_ENOTFOUND);
+  ck_assert_int_eq(dbuf_load_posix(plan, mem, nb, NULL, NULL, NULL, &d), DBUF_ENOTFOUND);
   ck_assert_ptr_nonnull(strstr(d.msg, "model-00002-of-00002.safetensors: cannot open"));
-  ck_assert_int_eq(dbuf_load_posix(plan, mem, nb - 4, NULL, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_load_posix(plan, mem, nb - 4, NULL, NULL, NULL, &d), DBUF_EINVAL);
   free(mem);
   dbuf_load_plan_destroy(plan);
   dbuf_layout_destroy(l);
@@ -676,6 +676,23 @@ START_TEST(test_errors)
   dbuf_st_destroy(st2);
 }
 END_TEST
+
+/* Progress: the last call reports everything; stop after the first. */
+typedef struct {
+  int calls, stop_at;
+  int64_t done, total;
+} prog_t;
+
+static int
+on_progress(int64_t done, int64_t total, void *arg)
+{
+  prog_t *p = arg;
+  p->calls++;
+  ck_assert(done > p->done && done <= total);
+  p->done = done;
+  p->total = total;
+  return p->calls == p->stop_at;
+}
 
 /* A row larger than the bounce buffer: streamed from the file, one shot from
  * memory; a flipped byte changes exactly that tensor's sum. */
@@ -695,7 +712,14 @@ START_TEST(test_big_row)
   dbuf_diag_t d;
   ck_assert_int_eq(dbuf_load_plan_create(l, 0, n, DBUF_DTYPE_F32, st, &plan, &d), 0);
   dbuf_load_stats_t ls;
-  ck_assert_msg(dbuf_load_posix(plan, mem, nb, &ls, &d) == 0, "%s", d.msg);
+  prog_t pr = {0, 0, 0, 0};
+  ck_assert_msg(dbuf_load_posix(plan, mem, nb, on_progress, &pr, &ls, &d) == 0, "%s", d.msg);
+  ck_assert_int_eq(pr.calls, ls.reads);
+  ck_assert_int_eq(pr.done, 5000006 * 2);
+  ck_assert_int_eq(pr.total, 5000006 * 2);
+  prog_t stop = {0, 1, 0, 0};
+  ck_assert_int_eq(dbuf_load_posix(plan, mem, nb, on_progress, &stop, NULL, &d), DBUF_ECANCELED);
+  ck_assert_int_eq(stop.calls, 1);
   ck_assert_int_eq(ls.convert.values, 5000006);
   ck_assert(ls.reads >= 2); /* 10 MB through an 8 MiB bounce */
   float v;

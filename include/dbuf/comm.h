@@ -346,14 +346,20 @@ typedef struct dbuf_comm_load_stats {
  * \param[in] st     global: the opened checkpoint
  * \param[out] dst   local: (end - start) x elem_size bytes
  * \param[in] io     global
+ * \param[in] progress  local, may be NULL: called on this rank after every
+ *   read with its file bytes read so far and its total (rank 0's, scaled by
+ *   the ranks, is the job's estimate); non-zero stops this rank's load with
+ *   DBUF_ECANCELED, agreed like any error
  * \param[out] stats may be NULL: figures (on success)
  * \return 0, or (agreed) DBUF_EINVAL, DBUF_EMISMATCH (dtype or io differ),
  *   the errors of dbuf_load_plan_create() and dbuf_load_posix(), DBUF_EIO,
+ *   DBUF_ECANCELED,
  *   DBUF_ENOTFOUND (file), DBUF_EMPI, DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start,
                                int64_t end, dbuf_dtype_t dtype, const dbuf_st_t *st,
                                void *dst, int64_t dst_bytes, dbuf_io_t io,
+                               dbuf_progress_fn progress, void *progress_arg,
                                dbuf_comm_load_stats_t *stats, dbuf_diag_t *diag);
 
 /** Mismatches listed by name in a load verdict (the rest are counted). */

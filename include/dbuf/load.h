@@ -39,6 +39,7 @@
 #include "dbuf/dtype.h"
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/pattern.h" /* dbuf_progress_fn */
 #include "dbuf/safetensors.h"
 
 #include <stdint.h>
@@ -164,13 +165,16 @@ typedef int (*dbuf_load_read_fn)(void *arg, int64_t file, int64_t offset, void *
  * smaller) and are converted (dbuf_convert()).  The reads come in extent
  * order, so file by file; dbuf_load_plan_reads() counts them.
  * \param[in] chunk_bytes  >= 16, largest read
+ * \param[in] progress  may be NULL: called after every read with the file
+ *   bytes read so far and the plan's total; non-zero stops the load
  * \param[out] stats  may be NULL: the plan's figures, reads, conversion
  *   counts, seconds
  * \return 0, the reader's error (its diag), DBUF_EINVAL (NULL, dst_bytes not
- *   the plan's), DBUF_ENOMEM
+ *   the plan's), DBUF_ECANCELED (progress returned non-zero), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
                                   int64_t chunk_bytes, dbuf_load_read_fn read, void *arg,
+                                  dbuf_progress_fn progress, void *progress_arg,
                                   dbuf_load_stats_t *stats, dbuf_diag_t *diag);
 
 /**
@@ -188,9 +192,11 @@ DBUF_EXPORT int dbuf_load_plan_reads(const dbuf_load_plan_t *p, int64_t chunk_by
  * DBUF_LOAD_CHUNK_BYTES.
  * \return 0, or DBUF_ENOTFOUND ("FILE: cannot open: ..."), DBUF_EIO ("FILE:
  *   file is N bytes, shorter than its header says (M bytes)", a read error or
- *   an early end of file, naming the file and offset), DBUF_EINVAL, DBUF_ENOMEM
+ *   an early end of file, naming the file and offset), DBUF_EINVAL,
+ *   DBUF_ECANCELED (progress, as for dbuf_load_execute()), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
+                                dbuf_progress_fn progress, void *progress_arg,
                                 dbuf_load_stats_t *stats, dbuf_diag_t *diag);
 
 /**

@@ -121,8 +121,8 @@ mpiio_read(void *arg, int64_t file, int64_t offset, void *buf, int64_t bytes, db
  * close. */
 static int
 load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, void *dst,
-           int64_t dst_bytes, int coll, dbuf_load_stats_t *stats, int *agreed,
-           dbuf_diag_t *diag)
+           int64_t dst_bytes, int coll, dbuf_progress_fn progress, void *progress_arg,
+           dbuf_load_stats_t *stats, int *agreed, dbuf_diag_t *diag)
 {
   int64_t nf = dbuf_st_file_count(st);
   int64_t chunk = ctx->chunk < DBUF_LOAD_CHUNK_BYTES ? ctx->chunk : DBUF_LOAD_CHUNK_BYTES;
@@ -191,7 +191,8 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
   }
   if (rc == 0) {
     mpiio_t m = {ctx, st, fh, coll, done, used + nf, 0, nf};
-    rc = dbuf_load_execute(plan, dst, dst_bytes, chunk, mpiio_read, &m, stats, diag);
+    rc = dbuf_load_execute(plan, dst, dst_bytes, chunk, mpiio_read, &m, progress, progress_arg,
+                           stats, diag);
     if (coll && mpiio_pad(&m, nf) != 0 && rc == 0)
       rc = DBUF_EMPI;
   }
@@ -260,7 +261,8 @@ sum_stats(dbuf_comm_t *ctx, const dbuf_layout_t *l, const dbuf_load_plan_t *plan
 int
 dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
                dbuf_dtype_t dtype, const dbuf_st_t *st, void *dst, int64_t dst_bytes,
-               dbuf_io_t io, dbuf_comm_load_stats_t *stats, dbuf_diag_t *diag)
+               dbuf_io_t io, dbuf_progress_fn progress, void *progress_arg,
+               dbuf_comm_load_stats_t *stats, dbuf_diag_t *diag)
 {
   dbuf_diag_t scratch;
   if (ctx == NULL)
@@ -283,10 +285,10 @@ dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t 
   memset(&s, 0, sizeof s);
   int agreed = 0; /* the collective reader agrees on its own failures */
   if (io == DBUF_IO_POSIX)
-    rc = dbuf_load_posix(plan, dst, dst_bytes, &s.local, diag);
+    rc = dbuf_load_posix(plan, dst, dst_bytes, progress, progress_arg, &s.local, diag);
   else
-    rc = load_mpiio(ctx, plan, st, dst, dst_bytes, io == DBUF_IO_MPIIO_COLL, &s.local, &agreed,
-                    diag);
+    rc = load_mpiio(ctx, plan, st, dst, dst_bytes, io == DBUF_IO_MPIIO_COLL, progress,
+                    progress_arg, &s.local, &agreed, diag);
   if (agreed || (rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
     goto out;
   rc = sum_stats(ctx, l, plan, st, &s);

@@ -425,7 +425,8 @@ dbuf_load_plan_reads(const dbuf_load_plan_t *p, int64_t chunk_bytes, int64_t *pe
 
 int
 dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes, int64_t chunk_bytes,
-                  dbuf_load_read_fn read_fn, void *arg, dbuf_load_stats_t *stats, dbuf_diag_t *diag)
+                  dbuf_load_read_fn read_fn, void *arg, dbuf_progress_fn progress,
+                  void *progress_arg, dbuf_load_stats_t *stats, dbuf_diag_t *diag)
 {
   if (p == NULL || read_fn == NULL || chunk_bytes < 16 || (dst == NULL && dst_bytes > 0))
     return dbuf__diag(diag, DBUF_EINVAL, "load: NULL argument or chunk under 16 bytes");
@@ -435,16 +436,18 @@ dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes, int64
   double t0 = now_seconds();
   dbuf_load_stats_t s = p->stats;
   char *d = dst, *bounce = NULL;
+  int64_t got = 0;
   int rc = 0;
   for (int64_t z = 0; z < p->nzero; z++)
     memset(d + p->zero[z].dst_offset, 0, (size_t)p->zero[z].bytes);
   for (int64_t i = 0; i < p->next && rc == 0; i++) {
     const dbuf_load_extent_t *e = &p->ext[i];
     int64_t unit = read_unit(p, e, chunk_bytes), es = dbuf_dtype_size(e->src_dtype);
+    /* read_unit() of a converting extent is at most this */
     if (e->src_dtype != p->dtype && bounce == NULL &&
-        (bounce = malloc((size_t)read_unit(p, e, chunk_bytes > DBUF_LOAD_BOUNCE_BYTES
-                                                       ? DBUF_LOAD_BOUNCE_BYTES
-                                                       : chunk_bytes) + 8)) == NULL)
+        (bounce = malloc((size_t)(chunk_bytes < DBUF_LOAD_BOUNCE_BYTES ? chunk_bytes
+                                                                       : DBUF_LOAD_BOUNCE_BYTES))) ==
+            NULL)
       return dbuf__diag(diag, DBUF_ENOMEM, "load: no room for a bounce buffer");
     for (int64_t done = 0; done < e->bytes && rc == 0; done += unit) {
       int64_t n = e->bytes - done < unit ? e->bytes - done : unit;
@@ -455,6 +458,10 @@ dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes, int64
         rc = dbuf_convert(p->dtype, d + e->dst_offset + done / es * p->elem, e->src_dtype,
                           bounce, n / es, &s.convert, diag);
       }
+      got += n;
+      if (rc == 0 && progress != NULL && progress(got, p->stats.bytes, progress_arg) != 0)
+        rc = dbuf__diag(diag, DBUF_ECANCELED, "load stopped by the caller after %lld of %lld bytes",
+                        (long long)got, (long long)p->stats.bytes);
     }
   }
   free(bounce);
@@ -480,7 +487,8 @@ posix_read(void *arg, int64_t file, int64_t offset, void *buf, int64_t bytes, db
 
 int
 dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
-                dbuf_load_stats_t *stats, dbuf_diag_t *diag)
+                dbuf_progress_fn progress, void *progress_arg, dbuf_load_stats_t *stats,
+                dbuf_diag_t *diag)
 {
   if (p == NULL || (dst == NULL && dst_bytes > 0))
     return dbuf__diag(diag, DBUF_EINVAL, "load: NULL plan or destination");
@@ -499,8 +507,8 @@ dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
       rc = open_checked(p->st, f, p->need[f], &fd[f], diag);
   posix_t px = {p->st, fd};
   if (rc == 0)
-    rc = dbuf_load_execute(p, dst, dst_bytes, DBUF_LOAD_CHUNK_BYTES, posix_read, &px, stats,
-                           diag);
+    rc = dbuf_load_execute(p, dst, dst_bytes, DBUF_LOAD_CHUNK_BYTES, posix_read, &px, progress,
+                           progress_arg, stats, diag);
   for (int64_t f = 0; f < p->nfiles; f++)
     if (fd[f] >= 0)
       close(fd[f]);

@@ -136,7 +136,7 @@ test_load_verify(dbuf_comm_t *ctx, const dbuf_st_t *st, int k, int io, int dt)
   memset(mem, 0xa5, (size_t)nb + 1);
   dbuf_comm_load_stats_t ls;
   dbuf_diag_t d;
-  int rc = dbuf_comm_load(ctx, l, s, e, dtypes[dt], st, mem, nb, ios[io], &ls, &d);
+  int rc = dbuf_comm_load(ctx, l, s, e, dtypes[dt], st, mem, nb, ios[io], NULL, NULL, &ls, &d);
   CHECK(rc == 0, "%s: load: %s", what, d.msg);
   int64_t rows = 0;
   for (int i = 0; i < NMODEL; i++)
@@ -244,7 +244,7 @@ test_fault(dbuf_comm_t *ctx, const char *base, int io, int truncate_it)
   void *mem = malloc((size_t)nb + 1);
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
-  int rc = dbuf_comm_load(ctx, l, s, e, DBUF_DTYPE_F32, st, mem, nb, ios[io], NULL, &d);
+  int rc = dbuf_comm_load(ctx, l, s, e, DBUF_DTYPE_F32, st, mem, nb, ios[io], NULL, NULL, NULL, &d);
   int want = truncate_it ? DBUF_EIO : DBUF_ENOTFOUND;
   CHECK(rc == want, "%s: code %d (%s), want %d: %s", what, rc, dbuf_err_name(rc), want, d.msg);
   char rank_prefix[64];
