@@ -131,11 +131,14 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
   MPI_File *fh = malloc((size_t)(nf > 0 ? nf : 1) * sizeof *fh);
   int rc = used && done && fh ? 0 : DBUF_ENOMEM, g;
   double t0 = wtime();
-  if (rc != 0)
-    dbuf_diag_clear(diag);
-  for (int64_t f = 0; rc == 0 && f < nf; f++) {
+  for (int64_t f = 0; fh != NULL && f < nf; f++)
     fh[f] = MPI_FILE_NULL;
+  for (int64_t f = 0; rc == 0 && f < nf; f++)
     used[f] = dbuf_load_plan_uses_file(plan, f);
+  if (rc != 0) {
+    dbuf_diag_clear(diag);
+    if (!coll)
+      goto out;
   }
   if (coll) { /* which files anyone reads, and how many reads each makes */
     if ((g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
@@ -143,8 +146,8 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
       *agreed = 1;
       goto out;
     }
-    if (dbuf_load_plan_reads(plan, chunk, used + nf) != 0 ||
-        dbuf__comm_allreduce_i64(ctx, used, 2 * nf, MPI_MAX) != 0)
+    rc = dbuf_load_plan_reads(plan, chunk, used + nf); /* cannot fail: checked arguments */
+    if (dbuf__comm_allreduce_i64(ctx, used, 2 * nf, MPI_MAX) != 0)
       rc = DBUF_EMPI;
     /* A local look first: a file missing on one node must not hang the
      * collective open. */
