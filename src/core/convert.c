@@ -74,8 +74,7 @@ f2h(uint32_t u)
     return (uint16_t)(s | 0x7c00u);
   if (a >= 0x38800000u) { /* 2^-14: an F16 normal */
     uint32_t h = (a - 0x38000000u) >> 13, rem = a & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-      h++;
+    h += (rem > 0x1000u) | ((rem == 0x1000u) & h); /* no branch: rem is noise */
     return (uint16_t)(s | h);
   }
   if (a <= 0x33000000u) /* at most 2^-25: half the least subnormal, even 0 */
@@ -84,8 +83,7 @@ f2h(uint32_t u)
   uint32_t m = (a & 0x7fffffu) | 0x800000u;
   int shift = 126 - (int)(a >> 23); /* -(E + 1) for the exponent E, 14..24 */
   uint32_t h = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (h & 1u)))
-    h++;
+  h += (rem > half) | ((rem == half) & h);
   return (uint16_t)(s | h);
 }
 
