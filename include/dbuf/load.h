@@ -139,8 +139,8 @@ DBUF_EXPORT int64_t dbuf_load_plan_dst_bytes(const dbuf_load_plan_t *p);
 
 /**
  * \brief The size file f must have at least: the end of the data region its
- * header describes (the largest data_end of its tensors; 8 + header length
- * when it has none).  -1 for NULL p or f out of range.
+ * header describes (the largest data_end of its tensors; 0 for a file
+ * without tensors).  -1 for NULL p or f out of range.
  */
 DBUF_EXPORT int64_t dbuf_load_file_needed(const dbuf_load_plan_t *p, int64_t f);
 
@@ -173,7 +173,7 @@ typedef int (*dbuf_load_read_fn)(void *arg, int64_t file, int64_t offset, void *
  *   the plan's), DBUF_ECANCELED (progress returned non-zero), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
-                                  int64_t chunk_bytes, dbuf_load_read_fn read, void *arg,
+                                  int64_t chunk_bytes, dbuf_load_read_fn read_fn, void *arg,
                                   dbuf_progress_fn progress, void *progress_arg,
                                   dbuf_load_stats_t *stats, dbuf_diag_t *diag);
 
