@@ -41,6 +41,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/load.h"
 #include "dbuf/plan.h"
 
 #include <mpi.h>
@@ -331,6 +332,113 @@ DBUF_EXPORT int dbuf_comm_verify_data(dbuf_comm_t *ctx, const dbuf_layout_t *l,
                                       int64_t start, int64_t end, const void *seg,
                                       int64_t elem_size, int sample_rows,
                                       dbuf_verdict_t *v);
+
+/* ------------------------------------------------------------------------ */
+/* Loading real weights (dbuf/load.h)                                        */
+
+/** Figures of a collective load of one buffer. */
+typedef struct dbuf_comm_load_stats {
+  dbuf_load_stats_t local; /**< this rank's (local) */
+  /** Over the ranks: sums, except files (distinct files read by any rank),
+   *  tensors (distinct tensors loaded) and seconds (the slowest rank). */
+  dbuf_load_stats_t total;
+  double local_gbps; /**< local.bytes / local.seconds / 1e9 (0 if no time) */
+  double total_gbps; /**< total.bytes / total.seconds / 1e9 */
+} dbuf_comm_load_stats_t;
+
+/**
+ * \brief Load every rank's range of one buffer from a safetensors checkpoint.
+ *
+ * Collective on the context's communicator.  Each rank makes its read plan
+ * (dbuf_load_plan_create()) and reads only its own extents, in whole rows,
+ * straight into dst (converting through a bounded bounce buffer when the
+ * file's dtype is not the buffer's), and writes zeros into its padding:
+ *  - DBUF_IO_POSIX: dbuf_load_posix() (pread);
+ *  - DBUF_IO_MPIIO: the files it reads opened on MPI_COMM_SELF,
+ *    MPI_File_read_at;
+ *  - DBUF_IO_MPIIO_COLL: every file some rank reads opened on the
+ *    communicator, MPI_File_read_at_all (ranks with fewer reads of a file
+ *    join the later collective reads with a count of 0).
+ * Reads are at most min(DBUF_LOAD_CHUNK_BYTES, the context's chunk) bytes.
+ * Errors (a missing or short file, a tensor missing or of another shape, no
+ * conversion rule) are agreed: every rank returns the same code and diag,
+ * "rank R: FILE: ..." of the lowest failing rank.  Before a collective open,
+ * every rank checks the files locally and the outcome is agreed, so a file
+ * missing on one node fails every rank instead of hanging the open.
+ * \param[in] l      global: the buffer's layout (the same on every rank)
+ * \param[in] start, end  local: this rank's range (whole rows)
+ * \param[in] dtype  global: the buffer's dtype
+ * \param[in] st     global: the opened checkpoint
+ * \param[out] dst   local: (end - start) x elem_size bytes
+ * \param[in] io     global
+ * \param[in] progress  local, may be NULL: called on this rank after every
+ *   read with its file bytes read so far and its total (rank 0's, scaled by
+ *   the ranks, is the job's estimate); non-zero stops this rank's load with
+ *   DBUF_ECANCELED, agreed like any error
+ * \param[out] stats may be NULL: figures (on success)
+ * \return 0, or (agreed) DBUF_EINVAL, DBUF_EMISMATCH (dtype or io differ),
+ *   the errors of dbuf_load_plan_create() and dbuf_load_posix(), DBUF_EIO,
+ *   DBUF_ECANCELED,
+ *   DBUF_ENOTFOUND (file), DBUF_EMPI, DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start,
+                               int64_t end, dbuf_dtype_t dtype, const dbuf_st_t *st,
+                               void *dst, int64_t dst_bytes, dbuf_io_t io,
+                               dbuf_progress_fn progress, void *progress_arg,
+                               dbuf_comm_load_stats_t *stats, dbuf_diag_t *diag);
+
+/** Mismatches listed by name in a load verdict (the rest are counted). */
+#define DBUF_LOAD_MAX_LISTED 8
+
+/** One finding of dbuf_comm_verify_load(). */
+typedef struct dbuf_load_mismatch {
+  int64_t tensor; /**< layout tensor id, or -1 (padding) */
+  int64_t row;    /**< first row that differs, or -1 */
+  int64_t nrows;  /**< rows of the tensor that differ (0: only the sums differ) */
+  int rank;       /**< the rank holding that row (or the padding) */
+  char msg[DBUF_DIAG_LEN]; /**< one line naming tensor, row and rank */
+} dbuf_load_mismatch_t;
+
+/** The agreed outcome of dbuf_comm_verify_load(); the same on every rank. */
+typedef struct dbuf_load_verdict {
+  int code;           /**< 0 (PASS), DBUF_EVERIFY (FAIL) or the error that stopped it */
+  int64_t tensors;    /**< tensors checked (the layout's) */
+  int64_t rows;       /**< rows checked, over the ranks */
+  int64_t bytes;      /**< bytes the checking ranks read from the files */
+  int64_t bad_tensors;   /**< tensors whose sums differ */
+  int64_t bad_padding;   /**< non-zero padding bytes, over the ranks */
+  int64_t problems;      /**< bad_tensors + ranks with non-zero padding */
+  int64_t nlisted;       /**< entries of listed */
+  dbuf_load_mismatch_t listed[DBUF_LOAD_MAX_LISTED];
+  double seconds;        /**< wall time of the check (slowest rank) */
+  char msg[DBUF_DIAG_LEN]; /**< "PASS: ..." or the first problem, or the error */
+} dbuf_load_verdict_t;
+
+/**
+ * \brief Prove that the loaded buffer equals the checkpoint, row by row.
+ *
+ * Collective on the context's communicator.  Every rank computes the
+ * per-tensor row checksum sums (dbuf/load.h) of its own rows from mem, and,
+ * from the files, those of the rows of rank (r - 1) mod size: so the rows of
+ * rank r are checked against the files by rank (r + 1) mod size (by itself
+ * at one rank).  Both sums are reduced over the ranks (MPI_Allreduce) and
+ * compared per tensor, with the rows held against each tensor's row count.
+ * For the first DBUF_LOAD_MAX_LISTED tensors that differ, a second pass
+ * exchanges the per-row hashes between each rank and its checker and names
+ * the first row that differs, its rank and the number of such rows.  Every
+ * rank also checks that its padding is zero.
+ * \param[in] l, dtype, st  global, as for dbuf_comm_load()
+ * \param[in] start, end    local: this rank's range
+ * \param[in] mem           local: the loaded range, mem_bytes bytes
+ * \param[out] v            the agreed verdict
+ * \return 0 (PASS), DBUF_EVERIFY (FAIL: see v), or (agreed) DBUF_EINVAL,
+ *   DBUF_EMISMATCH, the file errors of dbuf_load_sums_file(), DBUF_EMPI,
+ *   DBUF_ENOMEM, with v->msg "rank R: ..."
+ */
+DBUF_EXPORT int dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l,
+                                      int64_t start, int64_t end, dbuf_dtype_t dtype,
+                                      const dbuf_st_t *st, const void *mem,
+                                      int64_t mem_bytes, dbuf_load_verdict_t *v);
 
 #ifdef __cplusplus
 }

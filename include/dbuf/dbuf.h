@@ -20,11 +20,13 @@
 #ifndef DBUF_DBUF_H
 #define DBUF_DBUF_H
 
+#include "dbuf/convert.h"
 #include "dbuf/dtype.h"
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
 #include "dbuf/layout_facts.h"
 #include "dbuf/layout_json.h"
+#include "dbuf/load.h"
 #include "dbuf/models.h"
 #include "dbuf/nodes.h"
 #include "dbuf/parallel.h"

@@ -1,0 +1,543 @@
+/*
+ * Collective load of one buffer from a safetensors checkpoint (pread or
+ * MPI-IO), and the collective proof that the loaded rows equal the files.
+ */
+#include "comm_internal.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double
+wtime(void)
+{
+  return MPI_Wtime();
+}
+
+/* In-place MPI_Allreduce of count uint64 values, in pieces (SUM wraps). */
+static int
+allreduce_u64(dbuf_comm_t *ctx, uint64_t *buf, int64_t count, MPI_Op op)
+{
+  int64_t per = ctx->chunk / (int64_t)sizeof(uint64_t);
+  if (per < 1)
+    per = 1;
+  for (int64_t done = 0; done < count;) {
+    int n = 0;
+    int rc = dbuf_comm_count(count - done < per ? count - done : per, &n);
+    if (rc != 0)
+      return rc;
+    if (MPI_Allreduce(MPI_IN_PLACE, buf + done, n, MPI_UINT64_T, op, ctx->comm) != MPI_SUCCESS)
+      return DBUF_EMPI;
+    done += n;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* MPI-IO readers                                                             */
+
+typedef struct {
+  dbuf_comm_t *ctx;
+  const dbuf_st_t *st;
+  MPI_File *fh;    /* [nfiles], MPI_FILE_NULL where not open */
+  int coll;        /* read_at_all */
+  int64_t *done;   /* coll: calls made per file */
+  int64_t *maxr;   /* coll: calls every rank makes per file */
+  int64_t cursor;  /* coll: files before it are padded */
+  int64_t nfiles;
+} mpiio_t;
+
+static int
+mpiio_error(const char *path, const char *what, int mpi_rc, dbuf_diag_t *diag)
+{
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0, cls = 0;
+  MPI_Error_class(mpi_rc, &cls);
+  if (MPI_Error_string(mpi_rc, s, &len) != MPI_SUCCESS)
+    snprintf(s, sizeof s, "MPI error %d", mpi_rc);
+  int code = cls == MPI_ERR_NO_SUCH_FILE ? DBUF_ENOTFOUND : DBUF_EIO;
+  if (diag != NULL) {
+    diag->code = code;
+    snprintf(diag->msg, sizeof diag->msg, "%.300s: %s (MPI-IO): %.150s", path, what, s);
+  }
+  return code;
+}
+
+/* Collective mode: join the reads of files before `upto` the others still make. */
+static int
+mpiio_pad(mpiio_t *m, int64_t upto)
+{
+  int rc = 0;
+  char dummy;
+  for (; m->cursor < upto && m->cursor < m->nfiles; m->cursor++) {
+    int64_t f = m->cursor;
+    for (; m->done[f] < m->maxr[f]; m->done[f]++)
+      if (MPI_File_read_at_all(m->fh[f], 0, &dummy, 0, MPI_BYTE, MPI_STATUS_IGNORE) !=
+          MPI_SUCCESS)
+        rc = DBUF_EMPI;
+  }
+  return rc;
+}
+
+static int
+mpiio_read(void *arg, int64_t file, int64_t offset, void *buf, int64_t bytes, dbuf_diag_t *diag)
+{
+  mpiio_t *m = arg;
+  const char *path = dbuf_st_file_path(m->st, file);
+  MPI_Status status;
+  int n = 0, got = 0, rc;
+  if (dbuf_comm_count(bytes, &n) != 0) { /* the executor's reads are at most the chunk */
+    if (diag != NULL)
+      snprintf(diag->msg, sizeof diag->msg, "%.400s: read of %" PRId64 " bytes", path, bytes);
+    return DBUF_EOVERFLOW;
+  }
+  if (m->coll) {
+    mpiio_pad(m, file);
+    m->done[file]++;
+    rc = MPI_File_read_at_all(m->fh[file], (MPI_Offset)offset, buf, n, MPI_BYTE, &status);
+  } else {
+    rc = MPI_File_read_at(m->fh[file], (MPI_Offset)offset, buf, n, MPI_BYTE, &status);
+  }
+  if (rc != MPI_SUCCESS)
+    return mpiio_error(path, "read failed", rc, diag);
+  MPI_Get_count(&status, MPI_BYTE, &got);
+  if (got != n) {
+    if (diag != NULL) {
+      diag->code = DBUF_EIO;
+      snprintf(diag->msg, sizeof diag->msg,
+               "%.400s: end of file at byte %" PRId64 ", before the data its header describes",
+               path, offset + got);
+    }
+    return DBUF_EIO;
+  }
+  return 0;
+}
+
+/* Open the files of the plan (independent) or every file some rank reads
+ * (collective, after a local check agreed by every rank), check sizes, read,
+ * close. */
+static int
+load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, void *dst,
+           int64_t dst_bytes, int coll, dbuf_progress_fn progress, void *progress_arg,
+           dbuf_load_stats_t *stats, int *agreed, dbuf_diag_t *diag)
+{
+  int64_t nf = dbuf_st_file_count(st);
+  int64_t chunk = ctx->chunk < DBUF_LOAD_CHUNK_BYTES ? ctx->chunk : DBUF_LOAD_CHUNK_BYTES;
+  int64_t *used = calloc((size_t)(nf > 0 ? 2 * nf : 1), sizeof *used);
+  int64_t *done = calloc((size_t)(nf > 0 ? nf : 1), sizeof *done);
+  MPI_File *fh = malloc((size_t)(nf > 0 ? nf : 1) * sizeof *fh);
+  int rc = used && done && fh ? 0 : DBUF_ENOMEM, g;
+  double t0 = wtime();
+  for (int64_t f = 0; fh != NULL && f < nf; f++)
+    fh[f] = MPI_FILE_NULL;
+  for (int64_t f = 0; rc == 0 && f < nf; f++)
+    used[f] = dbuf_load_plan_uses_file(plan, f);
+  if (rc != 0) {
+    dbuf_diag_clear(diag);
+    if (!coll)
+      goto out;
+  }
+  if (coll) { /* which files anyone reads, and how many reads each makes */
+    if ((g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
+      rc = g;
+      *agreed = 1;
+      goto out;
+    }
+    rc = dbuf_load_plan_reads(plan, chunk, used + nf); /* cannot fail: checked arguments */
+    if (dbuf__comm_allreduce_i64(ctx, used, 2 * nf, MPI_MAX) != 0)
+      rc = DBUF_EMPI;
+    /* A local look first: a file missing on one node must not hang the
+     * collective open. */
+    for (int64_t f = 0; rc == 0 && f < nf; f++) {
+      const char *path = dbuf_st_file_path(st, f);
+      if (used[f] && access(path, R_OK) != 0) {
+        rc = DBUF_ENOTFOUND;
+        snprintf(diag->msg, sizeof diag->msg, "%.400s: cannot open: not readable on this node",
+                 path);
+      }
+    }
+    if ((g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
+      rc = g;
+      *agreed = 1;
+      goto out;
+    }
+  }
+  for (int64_t f = 0; f < nf; f++) {
+    if (!used[f])
+      continue;
+    const char *path = dbuf_st_file_path(st, f);
+    int mrc = MPI_File_open(coll ? ctx->comm : MPI_COMM_SELF, path, MPI_MODE_RDONLY,
+                            MPI_INFO_NULL, &fh[f]);
+    MPI_Offset size = 0;
+    if (mrc != MPI_SUCCESS) {
+      fh[f] = MPI_FILE_NULL;
+      if (rc == 0)
+        rc = mpiio_error(path, "cannot open", mrc, diag);
+    } else if (rc == 0 && (mrc = MPI_File_get_size(fh[f], &size)) != MPI_SUCCESS) {
+      rc = mpiio_error(path, "cannot get the size", mrc, diag);
+    } else if (rc == 0 && (int64_t)size < dbuf_load_file_needed(plan, f)) {
+      rc = DBUF_EIO;
+      snprintf(diag->msg, sizeof diag->msg,
+               "%.400s: file is %lld bytes, shorter than its header says (%" PRId64 " bytes)",
+               path, (long long)size, dbuf_load_file_needed(plan, f));
+    }
+    if (!coll && rc != 0)
+      break;
+  }
+  if (coll && (g = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
+    rc = g;
+    *agreed = 1;
+    goto out;
+  }
+  if (rc == 0) {
+    mpiio_t m = {ctx, st, fh, coll, done, used + nf, 0, nf};
+    rc = dbuf_load_execute(plan, dst, dst_bytes, chunk, mpiio_read, &m, progress, progress_arg,
+                           stats, diag);
+    if (coll && mpiio_pad(&m, nf) != 0 && rc == 0)
+      rc = DBUF_EMPI;
+  }
+out:
+  for (int64_t f = 0; fh != NULL && f < nf; f++)
+    if (fh[f] != MPI_FILE_NULL)
+      MPI_File_close(&fh[f]);
+  free(used);
+  free(done);
+  free(fh);
+  if (rc == 0 && stats != NULL)
+    stats->seconds = wtime() - t0;
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The load                                                                   */
+
+static int
+sum_stats(dbuf_comm_t *ctx, const dbuf_layout_t *l, const dbuf_load_plan_t *plan,
+          const dbuf_st_t *st, dbuf_comm_load_stats_t *out)
+{
+  const dbuf_load_stats_t *s = &out->local;
+  int64_t v[12] = {s->rows,      s->bytes,     s->dst_bytes,        s->padding_bytes,
+                   s->extents,   s->reads,     s->convert.values,   s->convert.changed,
+                   s->convert.overflowed, s->convert.subnormal, s->convert.zeroed, 0};
+  int rc = dbuf__comm_allreduce_i64(ctx, v, 11, MPI_SUM);
+  double secs = s->seconds;
+  if (rc == 0 && MPI_Allreduce(MPI_IN_PLACE, &secs, 1, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS)
+    rc = DBUF_EMPI;
+  /* Distinct files and tensors: flags reduced with MAX. */
+  int64_t nf = dbuf_st_file_count(st), nt = dbuf_layout_ntensors(l);
+  int64_t *flag = calloc((size_t)(nf + nt > 0 ? nf + nt : 1), sizeof *flag);
+  int g = 0;
+  if (dbuf_comm_agree(ctx, rc ? rc : flag ? 0 : DBUF_ENOMEM, &g) != 0 || g != 0) {
+    free(flag);
+    return g ? g : DBUF_EMPI;
+  }
+  for (int64_t f = 0; f < nf; f++)
+    flag[f] = dbuf_load_plan_uses_file(plan, f);
+  rc = dbuf__comm_allreduce_i64(ctx, flag, nf, MPI_MAX);
+  if (rc == 0) {
+    dbuf_load_stats_t t = out->local;
+    t.rows = v[0];
+    t.bytes = v[1];
+    t.dst_bytes = v[2];
+    t.padding_bytes = v[3];
+    t.extents = v[4];
+    t.reads = v[5];
+    t.convert = (dbuf_convert_stats_t){v[6], v[7], v[8], v[9], v[10]};
+    t.seconds = secs;
+    t.files = 0;
+    for (int64_t f = 0; f < nf; f++)
+      t.files += flag[f] != 0;
+    t.tensors = 0; /* every tensor with rows is some rank's (ranges cover the buffer) */
+    for (int64_t i = 0; i < nt; i++)
+      t.tensors += dbuf_tensors_rows(dbuf_layout_tensors(l), i) > 0;
+    out->total = t;
+    out->local_gbps = s->seconds > 0 ? (double)s->bytes / s->seconds / 1e9 : 0;
+    out->total_gbps = secs > 0 ? (double)t.bytes / secs / 1e9 : 0;
+  }
+  free(flag);
+  return rc;
+}
+
+int
+dbuf_comm_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
+               dbuf_dtype_t dtype, const dbuf_st_t *st, void *dst, int64_t dst_bytes,
+               dbuf_io_t io, dbuf_progress_fn progress, void *progress_arg,
+               dbuf_comm_load_stats_t *stats, dbuf_diag_t *diag)
+{
+  dbuf_diag_t scratch;
+  if (ctx == NULL)
+    return DBUF_EINVAL;
+  if (diag == NULL)
+    diag = &scratch;
+  dbuf_diag_clear(diag);
+  int ok = l != NULL && st != NULL && (dst != NULL || dst_bytes == 0) &&
+           io >= DBUF_IO_POSIX && io <= DBUF_IO_MPIIO_COLL;
+  int64_t global[2] = {(int64_t)dtype, (int64_t)io};
+  int rc = dbuf__comm_check_args(ctx, ok, 2, global, (const char *const[]){"dtype", "io"},
+                                 diag->msg, sizeof diag->msg);
+  if (rc != 0)
+    return diag->code = rc;
+  dbuf_load_plan_t *plan = NULL;
+  rc = dbuf_load_plan_create(l, start, end, dtype, st, &plan, diag);
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
+    goto out;
+  dbuf_comm_load_stats_t s;
+  memset(&s, 0, sizeof s);
+  int agreed = 0; /* the collective reader agrees on its own failures */
+  if (io == DBUF_IO_POSIX)
+    rc = dbuf_load_posix(plan, dst, dst_bytes, progress, progress_arg, &s.local, diag);
+  else
+    rc = load_mpiio(ctx, plan, st, dst, dst_bytes, io == DBUF_IO_MPIIO_COLL, progress,
+                    progress_arg, &s.local, &agreed, diag);
+  if (agreed || (rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
+    goto out;
+  rc = sum_stats(ctx, l, plan, st, &s);
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) == 0 && stats != NULL)
+    *stats = s;
+out:
+  dbuf_load_plan_destroy(plan);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The proof                                                                  */
+
+/* Second pass for tensor t: the rows of it this rank holds, hashed from mem,
+ * against the hashes its checker (rank + 1) computed from the files; the
+ * checker's hashes of rank - 1's rows go to rank - 1.  Sets *nbad and
+ * *first_bad (or -1). */
+static int
+rows_differ(dbuf_comm_t *ctx, const dbuf_layout_t *l, const int64_t *ranges, dbuf_dtype_t dtype,
+            const dbuf_st_t *st, const void *mem, int64_t mem_bytes, int64_t t, int64_t *nbad,
+            int64_t *first_bad, dbuf_diag_t *diag)
+{
+  int me = ctx->rank, pred = (me + ctx->size - 1) % ctx->size, succ = (me + 1) % ctx->size;
+  int64_t fm = 0, nm = 0, fp = 0, np = 0;
+  int rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes,
+                                NULL, t, NULL, 0, &fm, &nm, diag);
+  if (rc == 0)
+    rc = dbuf_load_row_hashes(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, NULL, 0, st, t,
+                              NULL, 0, &fp, &np, diag);
+  uint64_t *mine = rc == 0 ? calloc((size_t)(nm + 1), 8) : NULL;
+  uint64_t *theirs = rc == 0 ? calloc((size_t)(nm + 1), 8) : NULL;
+  uint64_t *pred_h = rc == 0 ? calloc((size_t)(np + 1), 8) : NULL;
+  if (rc == 0 && (!mine || !theirs || !pred_h))
+    rc = DBUF_ENOMEM;
+  if (rc == 0)
+    rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes, NULL,
+                              t, mine, nm, &fm, &nm, diag);
+  if (rc == 0)
+    rc = dbuf_load_row_hashes(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, NULL, 0, st, t,
+                              pred_h, np, &fp, &np, diag);
+  int g = dbuf_comm_agree_diag(ctx, rc, diag);
+  if (g != 0) {
+    rc = g;
+    goto out;
+  }
+  /* Send np hashes to pred, receive nm from succ, in pieces. */
+  int64_t per = ctx->chunk / 8 > 0 ? ctx->chunk / 8 : 1;
+  int64_t rounds = (np > nm ? np : nm) / per + 1, all_rounds = rounds;
+  if (MPI_Allreduce(&rounds, &all_rounds, 1, MPI_INT64_T, MPI_MAX, ctx->comm) != MPI_SUCCESS) {
+    rc = DBUF_EMPI;
+    goto out;
+  }
+  for (int64_t k = 0; k < all_rounds; k++) {
+    int64_t so = k * per, ro = k * per;
+    int sc = (int)(so < np ? (np - so < per ? np - so : per) : 0);
+    int rcn = (int)(ro < nm ? (nm - ro < per ? nm - ro : per) : 0);
+    if (MPI_Sendrecv(pred_h + (so < np ? so : 0), sc, MPI_UINT64_T, pred, 91,
+                     theirs + (ro < nm ? ro : 0), rcn, MPI_UINT64_T, succ, 91, ctx->comm,
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+      rc = DBUF_EMPI;
+      goto out;
+    }
+  }
+  *nbad = 0;
+  *first_bad = -1;
+  for (int64_t i = 0; i < nm; i++)
+    if (mine[i] != theirs[i]) {
+      if (*first_bad < 0)
+        *first_bad = fm + i;
+      (*nbad)++;
+    }
+out:
+  free(mine);
+  free(theirs);
+  free(pred_h);
+  return rc;
+}
+
+static void
+verdict_fail(dbuf_load_verdict_t *v, int code, const dbuf_diag_t *d)
+{
+  v->code = code;
+  snprintf(v->msg, sizeof v->msg, "%s", d->msg[0] ? d->msg : dbuf_strerror(code));
+}
+
+static void
+list_add(dbuf_load_verdict_t *v, int64_t tensor, int64_t row, int64_t nrows, int rank,
+         const char *msg)
+{
+  if (v->nlisted >= DBUF_LOAD_MAX_LISTED)
+    return;
+  dbuf_load_mismatch_t *m = &v->listed[v->nlisted++];
+  m->tensor = tensor;
+  m->row = row;
+  m->nrows = nrows;
+  m->rank = rank;
+  snprintf(m->msg, sizeof m->msg, "%s", msg);
+}
+
+int
+dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
+                      dbuf_dtype_t dtype, const dbuf_st_t *st, const void *mem, int64_t mem_bytes,
+                      dbuf_load_verdict_t *v)
+{
+  dbuf_load_verdict_t scratch;
+  dbuf_diag_t d;
+  if (ctx == NULL)
+    return DBUF_EINVAL;
+  int ok = v != NULL && l != NULL && st != NULL && (mem != NULL || mem_bytes == 0);
+  if (v == NULL)
+    v = &scratch;
+  memset(v, 0, sizeof *v);
+  dbuf_diag_clear(&d);
+  int64_t global[1] = {(int64_t)dtype};
+  int rc = dbuf__comm_check_args(ctx, ok, 1, global, (const char *const[]){"dtype"}, v->msg,
+                                 sizeof v->msg);
+  if (rc != 0)
+    return v->code = rc;
+  double t0 = wtime();
+  int me = ctx->rank, pred = (me + ctx->size - 1) % ctx->size;
+  int64_t nt = dbuf_layout_ntensors(l), bytes_read = 0, bad_off = -1, nbad_pad = 0;
+  int64_t *ranges = calloc((size_t)ctx->size * 2, sizeof *ranges);
+  /* [0, nt): loaded sums, [nt, 2 nt): file sums; rows likewise. */
+  uint64_t *sums = calloc((size_t)(2 * nt + 1), sizeof *sums);
+  int64_t *rows = calloc((size_t)(2 * nt + 1), sizeof *rows);
+  dbuf_load_plan_t *plan = NULL;
+  rc = ranges && sums && rows ? 0 : DBUF_ENOMEM;
+  int64_t mine[2] = {start, end};
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0 ||
+      (rc = dbuf__mpi(MPI_Allgather(mine, 2, MPI_INT64_T, ranges, 2, MPI_INT64_T, ctx->comm))) !=
+          0) {
+    verdict_fail(v, rc, &d);
+    goto out;
+  }
+  /* Local: padding, loaded sums, the predecessor's rows from the files. */
+  rc = dbuf_load_plan_create(l, start, end, dtype, st, &plan, &d);
+  if (rc == 0)
+    rc = dbuf_load_check_zeros(plan, mem, mem_bytes, &bad_off, &nbad_pad);
+  if (rc == 0)
+    rc = dbuf_load_sums_mem(l, start, end, dtype, mem, mem_bytes, sums, rows, &d);
+  if (rc == 0)
+    rc = dbuf_load_sums_file(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, st, sums + nt,
+                             rows + nt, &bytes_read, &d);
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0) {
+    verdict_fail(v, rc, &d);
+    goto out;
+  }
+  rows[2 * nt] = bytes_read;
+  if ((rc = allreduce_u64(ctx, sums, 2 * nt, MPI_SUM)) != 0 ||
+      (rc = dbuf__comm_allreduce_i64(ctx, rows, 2 * nt + 1, MPI_SUM)) != 0) {
+    v->code = rc;
+    goto out;
+  }
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  v->tensors = nt;
+  v->bytes = rows[2 * nt];
+  for (int64_t t = 0; t < nt; t++)
+    v->rows += rows[t];
+
+  /* Tensors that differ; the first few get their rows named. */
+  char msg[DBUF_DIAG_LEN];
+  for (int64_t t = 0; t < nt; t++) {
+    int64_t want = dbuf_tensors_rows(ts, t);
+    if (sums[t] == sums[nt + t] && rows[t] == want && rows[nt + t] == want)
+      continue;
+    v->bad_tensors++;
+    if (v->nlisted >= DBUF_LOAD_MAX_LISTED)
+      continue;
+    const char *name = dbuf_tensors_name(ts, t);
+    if (rows[t] != want) {
+      snprintf(msg, sizeof msg, "tensor %s: the ranks hold %" PRId64 " of its %" PRId64 " rows",
+               name, rows[t], want);
+      list_add(v, t, -1, 0, -1, msg);
+      continue;
+    }
+    int64_t nbad = 0, first = -1;
+    if ((rc = rows_differ(ctx, l, ranges, dtype, st, mem, mem_bytes, t, &nbad, &first, &d)) !=
+        0) {
+      verdict_fail(v, rc, &d);
+      goto out;
+    }
+    /* The lowest differing row (rows grow with the rank), and its rank. */
+    int64_t red[2] = {nbad, first >= 0 ? first : INT64_MAX}, key[2];
+    if (MPI_Allreduce(red, key, 1, MPI_INT64_T, MPI_SUM, ctx->comm) != MPI_SUCCESS ||
+        MPI_Allreduce(red + 1, key + 1, 1, MPI_INT64_T, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
+      v->code = rc = DBUF_EMPI;
+      goto out;
+    }
+    int holder = first >= 0 && first == key[1] ? me : INT_MAX, who = INT_MAX;
+    if (MPI_Allreduce(&holder, &who, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
+      v->code = rc = DBUF_EMPI;
+      goto out;
+    }
+    if (key[0] > 0)
+      snprintf(msg, sizeof msg,
+               "tensor %s row %" PRId64 " (rank %d) differs from the checkpoint (%" PRId64
+               " of its %" PRId64 " rows differ)",
+               name, key[1], who, key[0], want);
+    else
+      snprintf(msg, sizeof msg, "tensor %s: the row checksums differ from the checkpoint's", name);
+    list_add(v, t, key[0] > 0 ? key[1] : -1, key[0], key[0] > 0 ? who : -1, msg);
+  }
+
+  /* Padding: the lowest rank with a non-zero byte names it. */
+  int64_t pad[2] = {nbad_pad, 0};
+  int bad_rank = nbad_pad > 0 ? me : INT_MAX, first_rank = INT_MAX;
+  if (MPI_Allreduce(pad, pad + 1, 1, MPI_INT64_T, MPI_SUM, ctx->comm) != MPI_SUCCESS ||
+      MPI_Allreduce(&bad_rank, &first_rank, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
+    v->code = rc = DBUF_EMPI;
+    goto out;
+  }
+  v->bad_padding = pad[1];
+  if (first_rank != INT_MAX) {
+    int64_t at[2] = {bad_off, nbad_pad};
+    if (MPI_Bcast(at, 2, MPI_INT64_T, first_rank, ctx->comm) != MPI_SUCCESS) {
+      v->code = rc = DBUF_EMPI;
+      goto out;
+    }
+    int64_t es = dbuf_dtype_size(dtype);
+    snprintf(msg, sizeof msg,
+             "rank %d: padding at global element %" PRId64 " (byte %" PRId64
+             " of its range) is not zero (%" PRId64 " non-zero bytes on that rank)",
+             first_rank, ranges[2 * first_rank] + at[0] / es, at[0], at[1]);
+    list_add(v, -1, -1, 0, first_rank, msg);
+    int cnt = 0, any = nbad_pad > 0;
+    MPI_Allreduce(&any, &cnt, 1, MPI_INT, MPI_SUM, ctx->comm);
+    v->problems += cnt;
+  }
+  v->problems += v->bad_tensors;
+  double secs = wtime() - t0;
+  MPI_Allreduce(&secs, &v->seconds, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+  if (v->problems == 0) {
+    v->code = rc = 0;
+    snprintf(v->msg, sizeof v->msg,
+             "PASS: %" PRId64 " tensors, %" PRId64 " rows, %" PRId64
+             " bytes checked against the checkpoint by another rank",
+             v->tensors, v->rows, v->bytes);
+  } else {
+    v->code = rc = DBUF_EVERIFY;
+    snprintf(v->msg, sizeof v->msg, "FAIL: %.460s%s", v->nlisted ? v->listed[0].msg : "",
+             v->problems > 1 ? " (and more problems)" : "");
+  }
+out:
+  dbuf_load_plan_destroy(plan);
+  free(ranges);
+  free(sums);
+  free(rows);
+  return rc;
+}
