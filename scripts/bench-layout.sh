@@ -14,6 +14,8 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 "$bench" "$shapes" --dp 8 --repeat 5
 "$bench" "$shapes" --dp 1024 --repeat 5 | tee "$build/bench-small.txt"
 "$bench" "$shapes" --dp 1024 --tensors 1000000 --repeat 2 | tee "$build/bench-big.txt"
+echo "node-aware (--node-size 8), 1,000,000 tensors:"
+"$bench" "$shapes" --dp 1024 --tensors 1000000 --repeat 2 --node-size 8
 echo "per-tensor build cost, 1,000,000 vs 45,395 tensors (1.0 = linear):"
 join <(awk '$2 == 1024 {print $1, $7}' "$build/bench-small.txt" | sort) \
      <(awk '$2 == 1024 {print $1, $7}' "$build/bench-big.txt" | sort) |

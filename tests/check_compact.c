@@ -485,21 +485,45 @@ END_TEST
 
 /*
  * Hand case, compact, dp 4, node size 2: t0 [5,1], t1 [4,1], t2 [2,1],
- * t3 [1,1] (all unit 1, chunk 1, logical 12, bound 12).  Each node reserves
- * the sum of the distinct units, 1.  Segments of 3 (node span 6, room 5):
- * first fit, largest first, puts t0 in node 0, t1 in node 1, and t2 (2)
- * finds no room: 2 elements left over, so the segment grows by their share
- * rounded to the chunk, 1: segments of 4 (span 8, room 7): t0 and t2 in
- * node 0, t1 and t3 in node 1.  Inside a node by unit, then id: t0 at 0,
- * t2 at 5; node 1 starts at 8: t1 at 8, t3 at 12.  Size 16.
+ * t3 [1,1] (all unit 1, chunk 1, logical 12, bound 12).  Segments of 3,
+ * nodes [0, 6) and [6, 12).  First fit, largest first, each tensor at its
+ * node's fill mark: t0 at 0 (node 0, 1 left), t1 at 6 (node 1, 2 left),
+ * t2 (2) in the lowest node with 2 free, node 1: at 10; t3 (1) in node 0:
+ * at 5.  Size 12, the lower bound (a per-node reserve for alignment, as
+ * before, made it 16).
  */
 START_TEST(test_hand_node_compact)
 {
   static const int64_t sh[][3] = {{2, 5, 1}, {2, 4, 1}, {2, 2, 1}, {2, 1, 1}};
   dbuf_tensors_t *t = make_tensors(4, sh);
   dbuf_layout_t *l = build(t, DBUF_LAYOUT_COMPACT, 4, 1, 0, 2);
-  static const int64_t want[] = {0, 8, 5, 12};
+  static const int64_t want[] = {0, 6, 10, 5};
   expect_offsets(l, 4, want);
+  ck_assert_int_eq(dbuf_layout_size(l), 12);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/*
+ * Hand case, compact, every tensor start aligned to 2 elements, dp 4, node
+ * size 2: 1-D t0 [5], t1 [3], t2 [3] (units 2, chunk 1, logical 11, bound
+ * 12).  Segments of 3, nodes [0, 6) and [6, 12): t0 at 0 (fill 5, 1
+ * free); t1 in node 1 at 6 (fill 9, 3 free); t2 (3): node 1 has 3 free but
+ * its next multiple of 2 is 10 and 10 + 3 > 12, and no node has 3 + 2 - 1
+ * = 4 free: 3 elements left over, the segment grows by ceil(3 / 4) = 1.
+ * Segments of 4, nodes [0, 8) and [8, 16): t0 at 0 (fill 5, 3 free); t1
+ * (3): node 0's next multiple of 2 is 6 and 6 + 3 > 8, so t1 goes to the
+ * lowest node with 4 free, node 1: at 8 (fill 11); t2 the same way: node 1
+ * at 12.  Size 16.
+ */
+START_TEST(test_hand_node_gap)
+{
+  static const int64_t sh[][3] = {{1, 5, 0}, {1, 3, 0}, {1, 3, 0}};
+  dbuf_tensors_t *t = make_tensors(3, sh);
+  dbuf_layout_t *l = build(t, DBUF_LAYOUT_COMPACT, 4, 1, 2, 2);
+  static const int64_t want[] = {0, 8, 12};
+  expect_offsets(l, 3, want);
   ck_assert_int_eq(dbuf_layout_size(l), 16);
   dbuf_layout_destroy(l);
   dbuf_tensors_destroy(t);
@@ -532,16 +556,41 @@ END_TEST
 
 /*
  * Issue 11 targets with node size 8 at dp 64 and 1024: no tensor within a
- * node's span crosses a node boundary, and the buffer grows by under 1%.
- * Prints the before/after figures of the README.
+ * node's span crosses a node boundary, and the buffer grows by under 1%
+ * (computed here from the sizes of the two layouts).  The cases below miss
+ * 1% because of the model's shape, for every whole-tensor placement (the
+ * README's --node-size section proves it by counting); they are held to
+ * the figure the packer reaches today, rounded up to the next percent, so
+ * that a regression still fails.  Unpadded never pads.
  */
+static const struct {
+  const char *model;
+  int dp;
+  int max_percent;
+} zoo_node_misses[] = {
+    {"llama-3.1-8b", 1024, 7},  /* +6.93%: the bound, 16 x 4 Mi a node */
+    {"llama-3.1-70b", 1024, 10}, /* +9.57%; none under +3.45% */
+    {"mixtral-8x7b", 1024, 13}, /* +12.63%: the bound, 98 x 4 Mi a node */
+};
+
+static int
+zoo_node_allowed(const char *model, int dp, dbuf_layout_kind_t kind)
+{
+  if (kind == DBUF_LAYOUT_UNPADDED)
+    return 1;
+  for (size_t i = 0; i < sizeof zoo_node_misses / sizeof zoo_node_misses[0]; i++)
+    if (strcmp(zoo_node_misses[i].model, model) == 0 && zoo_node_misses[i].dp == dp)
+      return zoo_node_misses[i].max_percent;
+  return 1;
+}
+
 START_TEST(test_zoo_nodes)
 {
   static const dbuf_layout_kind_t kinds[] = {DBUF_LAYOUT_PADDED, DBUF_LAYOUT_COMPACT,
                                              DBUF_LAYOUT_UNPADDED};
   static const int dps[] = {64, 1024};
   printf("| model | dp | kind | crossing before | crossing after | padding before | "
-         "padding after |\n");
+         "padding after | growth |\n");
   for (int m = 0; m < NZOO; m++) {
     dbuf_tensors_t *t = load_zoo(zoo[m]);
     int64_t logical = dbuf_tensors_total(t);
@@ -552,14 +601,20 @@ START_TEST(test_zoo_nodes)
         int64_t eb, ea, sb, sa, shb, sha;
         int64_t cb = crossing(b, 8, &eb, &sb, &shb), ca = crossing(a, 8, &ea, &sa, &sha);
         int64_t zb = dbuf_layout_size(b), za = dbuf_layout_size(a);
+        int allowed = zoo_node_allowed(zoo[m], dps[d], kinds[j]);
         ck_assert_msg(sa == 0, "%s dp %d kind %d: %lld small tensors cross", zoo[m], dps[d],
                       (int)kinds[j], (long long)sa);
-        if ((za - zb) * 100 >= zb)
-          printf("OVER 1%%: ");
-        printf("| %s | %d | %s | %lld (%lld small) | %lld | %.4f%% | %.4f%% |\n", zoo[m],
-               dps[d], dbuf_layout_kind_name(kinds[j]), (long long)cb, (long long)sb,
-               (long long)ca, 100.0 * (double)(zb - logical) / (double)zb,
-               100.0 * (double)(za - logical) / (double)za);
+        /* growth (za - zb) / zb < allowed %, in exact integers */
+        ck_assert_msg((__int128)(za - zb) * 100 < (__int128)zb * allowed,
+                      "%s dp %d %s: the buffer grows from %lld to %lld elements (%.4f%%), "
+                      "not under %d%%",
+                      zoo[m], dps[d], dbuf_layout_kind_name(kinds[j]), (long long)zb,
+                      (long long)za, 100.0 * (double)(za - zb) / (double)zb, allowed);
+        printf("| %s | %d | %s | %lld (%lld small) | %lld | %.4f%% | %.4f%% | %+.4f%% |\n",
+               zoo[m], dps[d], dbuf_layout_kind_name(kinds[j]), (long long)cb,
+               (long long)sb, (long long)ca, 100.0 * (double)(zb - logical) / (double)zb,
+               100.0 * (double)(za - logical) / (double)za,
+               100.0 * (double)(za - zb) / (double)zb);
         dbuf_layout_destroy(a);
         dbuf_layout_destroy(b);
       }
@@ -583,6 +638,7 @@ compact_suite(void)
   tcase_add_test(tc, test_validate_compact);
   tcase_add_test(tc, test_hand_node_unpadded);
   tcase_add_test(tc, test_hand_node_compact);
+  tcase_add_test(tc, test_hand_node_gap);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

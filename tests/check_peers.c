@@ -107,6 +107,47 @@ START_TEST(test_hand)
 }
 END_TEST
 
+/*
+ * Node-aware flat kinds (tests/data/compare-nodes.shapes, figures derived in
+ * tests/cli/test-compare.sh): 1-D a 5, b 4, c 2, d 1, W = 4, K = 2.  Back
+ * to back (padded without node size) b [5, 9) holds the node boundary 6: 1
+ * crossing.  Node-aware padded and compact put b at 6 (a 0, d 5, c 10) and
+ * unpadded moves the node cut to 5: 0 crossing; unpadded's segments are
+ * 3, 2, 4, 3.
+ */
+START_TEST(test_hand_nodes)
+{
+  static const int64_t sizes[] = {5, 4, 2, 1};
+  static const char *const names[] = {"a", "b", "c", "d"};
+  dbuf_tensors_t *t;
+  dbuf_layout_params_t p;
+  dbuf_layout_t *l;
+  dbuf_shard_stats_t s;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, names[i], 1, &sizes[i], NULL), 0);
+  dbuf_layout_params_init(&p);
+  p.nranks = 4;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_measure(l, 2, 1, &s, NULL), 0);
+  ck_assert_int_eq(s.tensors_crossing_nodes, 1);
+  dbuf_layout_destroy(l);
+  static const struct {
+    const char *scheme;
+    int64_t max_rank, min_rank, split, crossing;
+  } want[] = {{"padded", 3, 3, 2, 0}, {"compact", 3, 3, 2, 0}, {"unpadded", 4, 2, 1, 0}};
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(dbuf_scheme_measure(t, scheme(want[k].scheme), 4, 2, 1, &s, NULL), 0);
+    ck_assert_int_eq(s.buffer_bytes, 12);
+    ck_assert_int_eq(s.max_rank_bytes, want[k].max_rank);
+    ck_assert_int_eq(s.min_rank_bytes, want[k].min_rank);
+    ck_assert_int_eq(s.tensors_split, want[k].split);
+    ck_assert_int_eq(s.tensors_crossing_nodes, want[k].crossing);
+  }
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Simulation: the owner of every element, straight from each rule       */
 
@@ -191,6 +232,7 @@ START_TEST(test_random_simulated)
         p.kind = kind;
         p.nranks = W;
         p.auto_owners = DBUF_OWNERS_NUMEL;
+        p.node_size = kind == DBUF_LAYOUT_TENSOR ? 0 : K; /* as compare builds them */
         ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
         s.l = l;
       }
@@ -263,6 +305,7 @@ main(void)
   Suite *s = suite_create("peers");
   TCase *tc = tcase_create("hand");
   tcase_add_test(tc, test_hand);
+  tcase_add_test(tc, test_hand_nodes);
   tcase_add_test(tc, test_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("simulated");

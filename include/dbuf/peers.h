@@ -72,7 +72,11 @@ DBUF_EXPORT int dbuf_scheme_find(const char *name, int *i);
  * \brief Shard the tensors by scheme i over nranks ranks and measure it.
  *
  * Not collective.  The layouts of this project are built as `plan` builds
- * them (block size 1; the tensor layout with auto owners).
+ * them (block size 1; the tensor layout with auto owners); with
+ * ranks_per_node >= 2 padded, compact and unpadded are built node-aware
+ * (dbuf_layout_params_t.node_size = ranks_per_node), as `plan --node-size`
+ * builds them.  A peer's tensor crosses when the ranks holding its elements
+ * belong to more than one node.
  * \param[in] ranks_per_node  0 (no node figure) or >= 1
  * \param[in] elem_size       bytes per element, >= 1
  * \return 0, or DBUF_EINVAL (NULL argument, i out of range, elem_size < 1,

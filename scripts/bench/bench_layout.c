@@ -2,7 +2,7 @@
  * Layout planning benchmark: builds, validates and queries layouts of a
  * shape list (or of N tensors cycled from it) and prints measured times.
  *
- *   bench_layout FILE [--tensors N] [--dp D] [--repeat R]
+ *   bench_layout FILE [--tensors N] [--dp D] [--repeat R] [--node-size K]
  *
  * Each phase is run R times; the best time is reported (ms), with ns per
  * tensor so that lists of different sizes can be compared for linearity.
@@ -46,7 +46,7 @@ main(int argc, char **argv)
 {
   const char *file = NULL;
   int64_t ntensors = 0;
-  int dp = 8, repeat = 3;
+  int dp = 8, repeat = 3, node_size = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--tensors") == 0 && i + 1 < argc)
       ntensors = atoll(argv[++i]);
@@ -54,11 +54,14 @@ main(int argc, char **argv)
       dp = atoi(argv[++i]);
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
       repeat = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--node-size") == 0 && i + 1 < argc)
+      node_size = atoi(argv[++i]); /* padded, compact, unpadded: node-aware */
     else
       file = argv[i];
   }
   if (file == NULL || dp < 1 || repeat < 1) {
-    fprintf(stderr, "usage: bench_layout FILE [--tensors N] [--dp D] [--repeat R]\n");
+    fprintf(stderr, "usage: bench_layout FILE [--tensors N] [--dp D] [--repeat R] "
+                    "[--node-size K]\n");
     return 2;
   }
   dbuf_tensors_t *t;
@@ -95,6 +98,7 @@ main(int argc, char **argv)
       p.kind = (dbuf_layout_kind_t)kind;
       p.nranks = dp;
       p.auto_owners = 1;
+      p.node_size = kind == DBUF_LAYOUT_TENSOR ? 0 : node_size;
       double t0 = now();
       if (dbuf_layout_build(t, &p, &l, &d) != 0) {
         fprintf(stderr, "%s\n", d.msg);

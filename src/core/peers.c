@@ -367,6 +367,9 @@ dbuf_scheme_measure(const dbuf_tensors_t *t, int i, int nranks, int ranks_per_no
     p.kind = schemes[i].kind;
     p.nranks = nranks;
     p.auto_owners = p.kind == DBUF_LAYOUT_TENSOR ? DBUF_OWNERS_NUMEL : 0;
+    /* The flat kinds are built node-aware, as `plan --node-size` builds them. */
+    if (p.kind != DBUF_LAYOUT_TENSOR)
+      p.node_size = ranks_per_node;
     if ((rc = dbuf_layout_build(t, &p, &l, diag)) != 0)
       return rc;
     rc = layout_counts(l, ranks_per_node, &c, diag);

@@ -63,6 +63,41 @@ expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .m
     ["tensor", 82, 0, 48, 10, 0, 0, 0], ["fsdp2", 120, 38, 30, 30, 0, 4, 3],
     ["fsdp1", 88, 6, 22, 22, 2, 2, 1], ["zero3", 96, 14, 24, 24, 4, 4, 4]]' "json: the hand figures"
 
+# --node-size builds padded, compact and unpadded node-aware (as plan does).
+# tests/data/compare-nodes.shapes: 1-D a 5, b 4, c 2, d 1 (12 elements,
+# rows of 1, chunk 1), dp 4, nodes of 2 ranks: node boundary at rank 2.
+# padded/compact: lower bound 12, segments of 3, nodes [0, 6) and [6, 12).
+#   First fit, largest first: a at 0 (node 0, 1 free), b at 6 (node 1, 2
+#   free), c at 10 (node 1), d at 5 (node 0).  Rank cuts 3 (inside a), 6 (b's
+#   start), 9 (inside b): a and b split, no row cut (rows of 1), node
+#   boundary 6 is a tensor start: 0 crossing (without --node-size, back to
+#   back, b [5, 9) would cross 6).  6 bytes a rank, no padding.
+# unpadded: back to back a 0, b 5, c 9, d 11; ideal cuts 3, 6, 9; the node
+#   cut 6 is inside b (4 <= node share 2 x 12 / 4 = 6), 1 from its start: it
+#   moves to 5.  Segments 3, 2, 4, 3 (8 and 4 bytes); only a split; 0 crossing.
+# tensor: LPT a -> 0, b -> 1, c -> 2, d -> 3: 10 and 2 bytes, nothing split.
+# fsdp2: ceil(d0 / 4) rows: a 2, b 1, c 1, d 1 = 5 a rank (10 bytes), 20 in
+#   all (40 bytes, padding 8 = 16 bytes, 40%); holders a 3, b 4, c 2, d 1:
+#   3 split; a and b reach rank 2: 2 crossing.
+# fsdp1: 12 flat, 3 a rank (6 bytes): boundaries 3 (in a), 6 (in b), 9 (c's
+#   start): a and b split; node boundary 6 inside b: 1 crossing.
+# zero3: partitions a 2, b 1, c 1, d 1: as fsdp2, 5 a rank, holders a 3,
+#   b 4, c 2, d 1: 3 split, 2 crossing; rows of 1: no row cut.
+run compare --shapes "$DATA/compare-nodes.shapes" --dp 4 --node-size 2 --format json
+expect_code 0 "node-aware: exit"
+expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .min_rank_bytes, .rows_cut, .tensors_split, .tensors_crossing_nodes]]' \
+  '[["padded", 24, 0, 6, 6, 0, 2, 0], ["compact", 24, 0, 6, 6, 0, 2, 0],
+    ["unpadded", 24, 0, 8, 4, 0, 1, 0],
+    ["tensor", 24, 0, 10, 2, 0, 0, 0], ["fsdp2", 40, 16, 10, 10, 0, 3, 2],
+    ["fsdp1", 24, 0, 6, 6, 0, 2, 1], ["zero3", 40, 16, 10, 10, 0, 3, 2]]' \
+  "node-aware: the hand figures"
+# Without --node-size the same model's padded layout is back to back: b at 5
+# is cut by rank 2's start 6, so a and b are split as above but unpadded
+# keeps the ideal cut 6: a, b split (6 bytes a rank).
+run compare --shapes "$DATA/compare-nodes.shapes" --dp 4 --schemes padded,unpadded --format json
+expect_json '[.[] | [.scheme, .max_rank_bytes, .min_rank_bytes, .tensors_split, .tensors_crossing_nodes]]' \
+  '[["padded", 6, 6, 2, null], ["unpadded", 6, 6, 2, null]]' "node-aware: without --node-size"
+
 # Without --node-size the column is "-" / null; fp32 doubles the bytes.
 run compare --shapes "$M" --dp 4 --format json --dtype fp32 --schemes zero3,fsdp2
 expect_json '.' '[{"scheme": "fsdp2", "buffer_bytes": 240, "padding_bytes": 76, "max_rank_bytes": 60,

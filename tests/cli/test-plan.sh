@@ -188,17 +188,18 @@ expect_json '[.tensors[].offset]' '[0,32,48,16,24]' "compact aligned offsets"
 expect_json '.size' '120' "compact aligned size"
 # --node-size 2 at dp 4 (hand-derived, as in check_compact): without it
 # the compact layout is t0 0, t1 5, t2 9, t3 11 in 12 elements, and the node
-# cut at 6 splits t1 (4 elements, 8 bytes); with it first fit needs segments
-# of 4: t0 0, t2 5 | t1 8, t3 12, size 16, nothing crosses.
+# cut at 6 splits t1 (4 elements, 8 bytes); with it first fit, largest
+# first, in segments of 3 (nodes [0, 6), [6, 12)): t0 0, t3 5 | t1 6, t2 10,
+# size 12 (no padding), nothing crosses.
 printf 't0 5x1\nt1 4x1\nt2 2x1\nt3 1x1\n' >"$T/nodes"
 run plan --format json --shapes "$T/nodes" --dp 4 --layout compact --node-size 2
 expect_code 0 "node size json"
-expect_json '[.tensors[].offset]' '[0,8,5,12]' "node size offsets"
-expect_json '.node_packing' '{"node_size":2,"crossing_before":1,"crossing_after":0,"crossing_bytes_before":8,"crossing_bytes_after":0,"padding_before":0,"padding_after":4}' "node size before and after"
+expect_json '[.tensors[].offset]' '[0,6,10,5]' "node size offsets"
+expect_json '.node_packing' '{"node_size":2,"crossing_before":1,"crossing_after":0,"crossing_bytes_before":8,"crossing_bytes_after":0,"padding_before":0,"padding_after":0}' "node size before and after"
 run plan --shapes "$T/nodes" --dp 4 --layout compact --node-size 2
 expect_code 0 "node size summary"
 expect_out_has "  tensors crossing node boundaries: 1 -> 0" "node size summary crossing"
-expect_out_has "  padding elements:                 0 -> 4 (+33.3333% of the buffer without)" "node size summary padding"
+expect_out_has "  padding elements:                 0 -> 0 (+0.0000% of the buffer without)" "node size summary padding"
 bad "node size 0" "dbuf-shard: --node-size: 0 is out of range [1, 2147483647]" plan --shapes "$T/seed" --node-size 0
 bad "node size on tensor" "dbuf-shard: --node-size applies to --layout padded, compact and unpadded" plan --shapes "$T/seed" --layout tensor --node-size 2
 
