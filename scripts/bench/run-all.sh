@@ -7,7 +7,8 @@
 #
 #   --build DIR  the build folder holding dbuf-shard (default: $DBUF_BUILD,
 #                else ./_build); the helpers of scripts/bench are built there
-#   --quick      10k and 100k tensors, fewer rounds (about a minute)
+#   --quick      10k and 100k tensors, fewer rounds (under a minute here;
+#                the full suite: about 2 minutes)
 #   --work DIR   where shape lists, reports and raw measurements go
 #                (default: DIR/bench)
 #
@@ -35,7 +36,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${DBUF_BUILD:-./_build}
 quick=0
 work=
-usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=${2:?--build needs a folder}; shift 2 ;;
@@ -68,7 +69,7 @@ mpirun="timeout 300 mpirun"
 if [ "$quick" = 1 ]; then
   sizes="10000 100000"; reps_small=3; reps_big=3; mat_rounds=2; start_rounds=3; svc_rounds=2
 else
-  sizes="10000 100000 1000000"; reps_small=3; reps_big=2; mat_rounds=3; start_rounds=5; svc_rounds=2
+  sizes="10000 100000 1000000"; reps_small=3; reps_big=3; mat_rounds=3; start_rounds=5; svc_rounds=2
 fi
 kinds="padded unpadded tensor compact"
 big=${sizes##* }
