@@ -9,7 +9,7 @@ fail=0
 for f in "$src"/scripts/bench/*.sh; do
   bash -n "$f" || { echo "FAIL: $f does not parse"; fail=1; }
 done
-helpers=bench_rusage
+helpers="bench_rusage bench_wire"
 [ "${DBUF_WITH_MPI:-yes}" = no ] || helpers="$helpers bench_mem mpi_null"
 for h in $helpers; do
   [ -x "$build/scripts/bench/$h" ] || { echo "FAIL: scripts/bench/$h is not built"; fail=1; }

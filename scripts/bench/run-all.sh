@@ -18,7 +18,9 @@
 #     of a MoE-like list (gen-shapes.sh), beside `sort` of the same file;
 #     bytes per tensor = peak RSS / tensors; time(1M) / time(100k)
 #   2 service: `mpirun -np 2 dbuf-shard --shapes F --no-materialize` at the
-#     largest size: per-phase times (report JSON) and peak memory per rank
+#     largest size: per-phase times (report JSON) and peak memory per rank;
+#     the size of the layout message and its encode, decode and validate
+#     times in one process (bench_wire)
 #   3 materialize: fill and verify GB/s of `mpirun -np 2 dbuf-shard` (default
 #     model) beside bench_mem (first touch + memset, 64-bit sum read pass of
 #     the same bytes, allocated bound and huge-page advised like the
@@ -55,8 +57,8 @@ work=${work:-$build/bench}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
-make -C "$build" -s dbuf-shard scripts/bench/bench_rusage scripts/bench/bench_mem \
-  scripts/bench/mpi_null >/dev/null
+make -C "$build" -s dbuf-shard scripts/bench/bench_rusage scripts/bench/bench_wire \
+  scripts/bench/bench_mem scripts/bench/mpi_null >/dev/null
 dbuf=$build/dbuf-shard
 rusage=$build/scripts/bench/bench_rusage
 export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
@@ -83,8 +85,9 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$table"; }
 fmt() { awk "BEGIN { printf \"${2:-%.3f}\", ($1) }"; }
 ratio() { awk "BEGIN { a = ($1); b = ($2); if (b > 0) printf \"%.2fx\", a / b; else print \"-\" }"; }
 
-# run_best REPS OUT CMD...: best wall time and largest peak RSS (KiB) of
-# REPS runs, as "seconds kib"; the command's stdout goes to /dev/null.
+# run_best REPS OUT CMD...: best wall time (best_t, seconds) and largest
+# peak RSS (best_kib) of REPS runs; the command's stdout goes to /dev/null.
+# Not in a subshell, so that a failure ends the suite.
 run_best() {
   local reps=$1 out=$2 i
   shift 2
@@ -97,7 +100,8 @@ run_best() {
     fi
     cat "$out.one" >>"$out.all"
   done
-  awk 'NR == 1 || $1 < t { t = $1 } $2 > m { m = $2 } END { printf "%.6f %d\n", t, m }' "$out.all"
+  read -r best_t best_kib < <(awk 'NR == 1 || $1 < t { t = $1 } $2 > m { m = $2 }
+    END { printf "%.6f %d\n", t, m }' "$out.all")
 }
 
 echo "run-all.sh: $(date -u '+%F %T') UTC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
@@ -112,17 +116,21 @@ for n in $sizes; do
   reps=$reps_small
   [ "$n" -ge 1000000 ] && reps=$reps_big
   echo "run-all.sh: plan, $n tensors ($(($(stat -c %s "$shapes") / 1000)) kB)" >&2
-  read -r sort_s sort_kib < <(run_best "$reps" "$work/sort-$n" env LC_ALL=C sort "$shapes")
+  run_best "$reps" "$work/sort-$n" env LC_ALL=C sort "$shapes"
+  sort_s=$best_t sort_kib=$best_kib
   row 1 "LC_ALL=C sort, $n lines" "$(fmt "$sort_s") s" "" "" "peak $(fmt "$sort_kib/1024" %.1f) MiB"
   for kind in $kinds; do
     for format in summary json; do
-      read -r t kib < <(run_best "$reps" "$work/plan-$n-$kind-$format" \
-        "$dbuf" plan --shapes "$shapes" --dp 8 --layout "$kind" --format "$format")
+      run_best "$reps" "$work/plan-$n-$kind-$format" \
+        "$dbuf" plan --shapes "$shapes" --dp 8 --layout "$kind" --format "$format"
+      t=$best_t kib=$best_kib
       plan_t[$n.$kind.$format]=$t
       plan_kib[$n.$kind.$format]=$kib
+      target=1.5x
+      [ "$format" = json ] && target=2x
       row 1 "plan $n $kind $format" "$(fmt "$t") s" "sort $(fmt "$sort_s") s" \
         "$(ratio "$t" "$sort_s")" \
-        "peak $(fmt "$kib/1024" %.1f) MiB, $(fmt "$kib*1024/$n" %.0f) B/tensor"
+        "target $target, 150 B/tensor; peak $(fmt "$kib/1024" %.1f) MiB, $(fmt "$kib*1024/$n" %.0f) B/tensor"
     done
   done
 done
@@ -134,7 +142,7 @@ for kind in $kinds; do
     a=$prev.$kind.$format z=$big.$kind.$format
     row 1 "plan time $big / $prev, $kind $format" "$(fmt "${plan_t[$z]}") s" \
       "$(fmt "${plan_t[$a]}") s" "$(ratio "${plan_t[$z]}" "${plan_t[$a]}")" \
-      "linear 10x; $(fmt "(${plan_kib[$z]} - ${plan_kib[$a]}) * 1024 / ($big - $prev)" %.0f) B a tensor added"
+      "target 11x; $(fmt "(${plan_kib[$z]} - ${plan_kib[$a]}) * 1024 / ($big - $prev)" %.0f) B a tensor added"
   done
 done
 
@@ -163,10 +171,16 @@ row 2 "service $big: structure proof" "$(fmt "$v") s" "" "" "report timings.vali
 row 2 "service $big: broadcast + validate over plan" "$(fmt "$b+$v") s" "plan $(fmt "$p") s" \
   "$(ratio "$b+$v" "$p")" "target 0.5x"
 row 2 "service $big: total" "$(fmt "$tot") s" "" "" "report timings.total, best of $svc_rounds"
+# The message every rank receives, and the serial work on it (one process).
+"$build/scripts/bench/bench_wire" "$shapes" 2 >"$work/wire.out"
+read -r _ _ _ wbytes _ wper _ wenc _ wdec _ wval <"$work/wire.out"
+row 2 "wire message, $big tensors dp 2" "$wbytes bytes" "" "" "$wper B/tensor (dbuf_wire_encode)"
+row 2 "wire encode / decode / validate, one process" \
+  "$(fmt "$wenc") / $(fmt "$wdec") / $(fmt "$wval") s" "" "" "best of 3 (bench_wire)"
 for r in 0 1; do
   kib=$(cat "$work"/service-rank.$r.* | awk '$2 > m { m = $2 } END { print m }')
   row 2 "service $big: peak memory rank $r" "$(fmt "$kib/1024" %.1f) MiB" "" "" \
-    "$(fmt "$kib*1024/$big" %.0f) B/tensor"
+    "$(fmt "$kib*1024/$big" %.0f) B/tensor$([ $r = 1 ] && echo ", target 150")"
 done
 
 # ---------------------------------------------------------------------------
@@ -211,11 +225,13 @@ echo "run-all.sh: start-up, np 2, $start_rounds rounds" >&2
 : >"$work/start.svc"
 : >"$work/start.null"
 for ((i = 0; i < start_rounds; i++)); do
-  run_best 1 "$work/start-svc" $mpirun -np 2 "$dbuf" --no-materialize -q >>"$work/start.svc"
-  run_best 1 "$work/start-null" $mpirun -np 2 "$build/scripts/bench/mpi_null" >>"$work/start.null"
+  run_best 1 "$work/start-svc" $mpirun -np 2 "$dbuf" --no-materialize -q
+  echo "$best_t" >>"$work/start.svc"
+  run_best 1 "$work/start-null" $mpirun -np 2 "$build/scripts/bench/mpi_null"
+  echo "$best_t" >>"$work/start.null"
 done
-s_svc=$(sort -g "$work/start.svc" | head -n 1 | cut -d' ' -f1)
-s_null=$(sort -g "$work/start.null" | head -n 1 | cut -d' ' -f1)
+s_svc=$(sort -g "$work/start.svc" | head -n 1)
+s_null=$(sort -g "$work/start.null" | head -n 1)
 row 4 "mpirun -np 2 dbuf-shard --no-materialize" "$(fmt "$s_svc") s" "MPI init+finalize $(fmt "$s_null") s" \
   "$(ratio "$s_svc" "$s_null")" "best of $start_rounds alternated"
 
@@ -223,8 +239,9 @@ row 4 "mpirun -np 2 dbuf-shard --no-materialize" "$(fmt "$s_svc") s" "MPI init+f
 # 6. 16 ranks on 2 cores, DeepSeek-V3 (45,395 tensors)
 echo "run-all.sh: np 16 --oversubscribe, deepseek-v3" >&2
 rep=$work/np16.json
-read -r w16 _ < <(run_best 1 "$work/np16" $mpirun -np 16 --oversubscribe "$dbuf" --no-materialize \
-  --model deepseek-v3 --report "$rep" -q)
+run_best 1 "$work/np16" $mpirun -np 16 --oversubscribe "$dbuf" --no-materialize \
+  --model deepseek-v3 --report "$rep" -q
+w16=$best_t
 read -r p b v tot < <(jq -r '.timings | "\(.plan) \(.broadcast) \(.validate) \(.total)"' "$rep")
 row r16 "np 16 deepseek-v3: plan / broadcast / validate" "$(fmt "$p") / $(fmt "$b") / $(fmt "$v") s" \
   "" "" "verdict $(jq -r .verdict "$rep")"
