@@ -132,6 +132,22 @@ START_TEST(test_every_corruption_found)
 }
 END_TEST
 
+/* copy = buf with n elements from src written over dst: at least 90% of
+ * them must be found wrong, and nothing else; the first wrong one. */
+static dbuf_pattern_bad_t
+moved(const dbuf_layout_t *l, const uint8_t *buf, uint8_t *copy, int64_t es, int64_t dst,
+      int64_t src, int64_t n)
+{
+  int64_t size = dbuf_layout_size(l), nbad = -1;
+  dbuf_pattern_bad_t b;
+  memcpy(copy, buf, (size_t)(size * es));
+  memcpy(copy + dst * es, buf + src * es, (size_t)(n * es));
+  ck_assert_int_eq(dbuf_pattern_verify(l, 0, size, copy, es, NULL, NULL, &nbad, &b), 0);
+  ck_assert_msg(nbad >= n * 9 / 10 && nbad <= n, "es %lld: %lld of %lld", (long long)es,
+                (long long)nbad, (long long)n);
+  return b;
+}
+
 /* Rows of more than one block of the pattern's table (1024 columns): the
  * fill matches the oracle from any start, and data moved by a row or by
  * exactly one block is caught element by element, not only per block. */
@@ -185,19 +201,11 @@ START_TEST(test_wide_rows)
     ck_assert_int_eq(nbad, 0);
     /* Row 1 of W0 written over row 0: (nearly) every element wrong. */
     uint8_t *copy = malloc((size_t)(size * es));
-    memcpy(copy, buf, (size_t)(size * es));
-    memcpy(copy + off0 * es, buf + (off0 + 2500) * es, (size_t)(2500 * es));
-    ck_assert_int_eq(dbuf_pattern_verify(l, 0, size, copy, es, NULL, NULL, &nbad, &b), 0);
-    ck_assert_msg(nbad >= 2500 * 9 / 10 && nbad <= 2500, "es %lld: %lld", (long long)es,
-                  (long long)nbad);
+    b = moved(l, buf, copy, es, off0, off0 + 2500, 2500);
     ck_assert_int_eq(b.tensor, 0);
     ck_assert_int_eq(b.row, 0);
     /* W1 shifted by exactly one block: columns [1024, 2048) over [0, 1024). */
-    memcpy(copy, buf, (size_t)(size * es));
-    memcpy(copy + off1 * es, buf + (off1 + 1024) * es, (size_t)(1024 * es));
-    ck_assert_int_eq(dbuf_pattern_verify(l, 0, size, copy, es, NULL, NULL, &nbad, &b), 0);
-    ck_assert_msg(nbad >= 1024 * 9 / 10 && nbad <= 1024, "es %lld: %lld", (long long)es,
-                  (long long)nbad);
+    b = moved(l, buf, copy, es, off1, off1 + 1024, 1024);
     ck_assert_int_eq(b.tensor, 1);
     ck_assert_int_eq(b.row, 0);
     ck_assert_int_lt(b.col, 16);
