@@ -194,7 +194,13 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
   const char *p = text, *end = text + len;
   long line = 0;
   char buf[4096];
+  int64_t lines = 1;
 
+  /* One tensor a line at most: room for them all up front, so that the
+   * name table is never rebuilt as it grows (the slack goes after). */
+  for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+    lines++;
+  (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *le = nl ? nl : end;
