@@ -286,6 +286,48 @@ START_TEST(test_dup_independent)
 }
 END_TEST
 
+/* The offset order of a layout from parts with offsets of every size and
+ * sign, many of them equal: by offset, then by id (checked pair by pair,
+ * and as a permutation). */
+START_TEST(test_order_any_offsets)
+{
+  enum { N = 3000 };
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_diag_t d;
+  int64_t *off = malloc(N * sizeof *off), range[2] = {0, 1}, dims[1] = {0};
+  char *seen = calloc(N, 1);
+  uint64_t x = 12345;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int64_t i = 0; i < N; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "t%lld", (long long)i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 1, dims, NULL), 0);
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    off[i] = i % 3 == 0 ? (int64_t)(x >> 60) - 8 : (int64_t)x; /* small ones repeat */
+  }
+  off[7] = INT64_MIN;
+  off[8] = INT64_MAX;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 1, off, range,
+                                          NULL, &l, &d), 0);
+  const int64_t *order = dbuf_layout_order(l);
+  for (int64_t p = 0; p < N; p++) {
+    ck_assert(order[p] >= 0 && order[p] < N && !seen[order[p]]);
+    seen[order[p]] = 1;
+    if (p > 0) {
+      int64_t a = order[p - 1], b = order[p];
+      ck_assert_msg(off[a] < off[b] || (off[a] == off[b] && a < b), "at %lld", (long long)p);
+    }
+  }
+  ck_assert_int_eq(order[0], 7);
+  ck_assert_int_eq(order[N - 1], 8);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+  free(seen);
+  free(off);
+}
+END_TEST
+
 /* Found by tests/fuzz (fuzz_shapes_text): a name with a byte that is not
  * UTF-8 was accepted, and `plan --format json` then wrote a layout JSON that
  * no JSON reader (verify included) accepts.  Names must be UTF-8. */
@@ -1514,6 +1556,7 @@ layout_suite(void)
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
   tcase_add_test(tc, test_dup_independent);
+  tcase_add_test(tc, test_order_any_offsets);
   tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);
   tcase_add_test(tc, test_lcm_overflow);
