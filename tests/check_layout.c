@@ -241,6 +241,93 @@ START_TEST(test_tensor_errors)
 }
 END_TEST
 
+/* A copy shares its source's arrays until one of the two changes: a change
+ * to either never shows in the other, and each outlives the other. */
+START_TEST(test_dup_independent)
+{
+  dbuf_tensors_t *t, *c, *c2;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t p;
+  int64_t dims[2] = {3, 5}, id;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "a", 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "b", 1, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_dup(t, &c), 0);
+  ck_assert_int_eq(dbuf_tensors_dup(c, &c2), 0);
+  /* Added to the source: not in either copy. */
+  ck_assert_int_eq(dbuf_tensors_add(t, "x", 1, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_count(t), 3);
+  ck_assert_int_eq(dbuf_tensors_count(c), 2);
+  ck_assert_int_eq(dbuf_tensors_total(c), 18);
+  ck_assert_int_eq(dbuf_tensors_find(c, "x", &id), DBUF_ENOTFOUND);
+  /* A dtype set on one copy: not in the other two. */
+  ck_assert_int_eq(dbuf_tensors_set_dtype(c, 1, DBUF_DTYPE_F32), 0);
+  ck_assert_int_eq(dbuf_tensors_dtype(c, 1), DBUF_DTYPE_F32);
+  ck_assert_int_eq(dbuf_tensors_dtype(c2, 1), DBUF_DTYPE_NONE);
+  ck_assert_int_eq(dbuf_tensors_dtype(t, 1), DBUF_DTYPE_NONE);
+  /* The same name added to two copies: each gets it once. */
+  ck_assert_int_eq(dbuf_tensors_add(c2, "x", 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(c2, "x", 2, dims, NULL), DBUF_EDUP);
+  ck_assert_int_eq(dbuf_tensors_ndim(c2, 2), 2);
+  ck_assert_int_eq(dbuf_tensors_ndim(t, 2), 1);
+  /* A layout keeps its own copy: the source may go first. */
+  dbuf_layout_params_init(&p);
+  p.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  dbuf_tensors_destroy(c2);
+  ck_assert_str_eq(dbuf_tensors_name(dbuf_layout_tensors(l), 2), "x");
+  ck_assert_int_eq(dbuf_tensors_rows(dbuf_layout_tensors(l), 0), 3);
+  ck_assert_str_eq(dbuf_tensors_name(c, 1), "b");
+  ck_assert_int_eq(dbuf_tensors_find(c, "b", &id), 0);
+  ck_assert_int_eq(id, 1);
+  dbuf_tensors_destroy(c);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* The offset order of a layout from parts with offsets of every size and
+ * sign, many of them equal: by offset, then by id (checked pair by pair,
+ * and as a permutation). */
+START_TEST(test_order_any_offsets)
+{
+  enum { N = 3000 };
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_diag_t d;
+  int64_t *off = malloc(N * sizeof *off), range[2] = {0, 1}, dims[1] = {0};
+  char *seen = calloc(N, 1);
+  uint64_t x = 12345;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int64_t i = 0; i < N; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "t%lld", (long long)i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 1, dims, NULL), 0);
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    off[i] = i % 3 == 0 ? (int64_t)(x >> 60) - 8 : (int64_t)x; /* small ones repeat */
+  }
+  off[7] = INT64_MIN;
+  off[8] = INT64_MAX;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 1, off, range,
+                                          NULL, &l, &d), 0);
+  const int64_t *order = dbuf_layout_order(l);
+  for (int64_t p = 0; p < N; p++) {
+    ck_assert(order[p] >= 0 && order[p] < N && !seen[order[p]]);
+    seen[order[p]] = 1;
+    if (p > 0) {
+      int64_t a = order[p - 1], b = order[p];
+      ck_assert_msg(off[a] < off[b] || (off[a] == off[b] && a < b), "at %lld", (long long)p);
+    }
+  }
+  ck_assert_int_eq(order[0], 7);
+  ck_assert_int_eq(order[N - 1], 8);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+  free(seen);
+  free(off);
+}
+END_TEST
+
 /* Found by tests/fuzz (fuzz_shapes_text): a name with a byte that is not
  * UTF-8 was accepted, and `plan --format json` then wrote a layout JSON that
  * no JSON reader (verify included) accepts.  Names must be UTF-8. */
@@ -1468,6 +1555,8 @@ layout_suite(void)
   tc = tcase_create("errors");
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
+  tcase_add_test(tc, test_dup_independent);
+  tcase_add_test(tc, test_order_any_offsets);
   tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);
   tcase_add_test(tc, test_lcm_overflow);

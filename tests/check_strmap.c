@@ -1,9 +1,12 @@
 /* The core's string map (src/core/strmap.h) and its hash. */
 #include "core_internal.h"
+#include "strbuf.h"
 #include "strmap.h"
 
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 START_TEST(test_fnv1a_known_values)
@@ -117,6 +120,35 @@ START_TEST(test_shape_str)
 }
 END_TEST
 
+/* The string buffer's own formatting of %lld, %d, %s and %% gives what
+ * snprintf gives; other formats still go through vsnprintf. */
+START_TEST(test_sb_formats)
+{
+  static const long long lls[] = {LLONG_MIN, -1, 0, 9, 10, 1234567890123LL, LLONG_MAX};
+  static const int is[] = {INT_MIN, -10, 0, 1, 99, INT_MAX};
+  char want[512], *text;
+  size_t len, used = 0;
+  dbuf__sb_t b = DBUF__SB_INIT;
+  for (size_t i = 0; i < sizeof lls / sizeof lls[0]; i++) {
+    int k = (int)(i % (sizeof is / sizeof is[0]));
+    dbuf__sb_printf(&b, "[%lld, %d] %s%%;", lls[i], is[k], i ? "x" : "");
+    used += (size_t)snprintf(want + used, sizeof want - used, "[%lld, %d] %s%%;", lls[i],
+                             is[k], i ? "x" : "");
+  }
+  dbuf__sb_printf(&b, "%5d|%.2f|%s", 42, 0.5, "end");
+  used += (size_t)snprintf(want + used, sizeof want - used, "%5d|%.2f|%s", 42, 0.5, "end");
+  dbuf__sb_json_string(&b, "a\"b\\c\x01" "d\x1f");
+  used += (size_t)snprintf(want + used, sizeof want - used, "%s",
+                           "\"a\\\"b\\\\c\\u0001d\\u001f\"");
+  dbuf__sb_json_string(&b, "");
+  used += (size_t)snprintf(want + used, sizeof want - used, "\"\"");
+  ck_assert_int_eq(dbuf__sb_finish(&b, &text, &len), 0);
+  ck_assert_str_eq(text, want);
+  ck_assert_uint_eq(len, used);
+  free(text);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -127,6 +159,7 @@ main(void)
   tcase_add_test(tc, test_many_keys);
   tcase_add_test(tc, test_edge_keys);
   tcase_add_test(tc, test_shape_str);
+  tcase_add_test(tc, test_sb_formats);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -42,7 +42,9 @@ DBUF_EXPORT int dbuf_tensors_create(dbuf_tensors_t **out);
 DBUF_EXPORT void dbuf_tensors_destroy(dbuf_tensors_t *t);
 
 /**
- * \brief Deep copy of a list.
+ * \brief Copy of a list, independent of t: a change to either one leaves the
+ * other as it was.  O(1): the two share their arrays until one is changed
+ * (then that one copies them, and may fail with DBUF_ENOMEM).
  * \return 0, or DBUF_EINVAL, DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out);

@@ -112,6 +112,10 @@ int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
 #define DBUF__SHAPE_STR_LEN (21 * 16 + 1) /* 16 dims of 20 digits and an x */
 int dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len);
 
+/* Give back the unused capacity of a list's arrays (not of a shared one). */
+struct dbuf_tensors;
+void dbuf__tensors_trim(struct dbuf_tensors *t);
+
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);
 void *dbuf__mallocn(int64_t n, size_t sz);

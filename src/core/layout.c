@@ -45,13 +45,46 @@ typedef struct {
   int64_t off, id;
 } off_id_t;
 
-static int
-cmp_off_id(const void *a, const void *b)
+/* Sort key of an offset: unsigned order is signed order (the offsets of a
+ * layout read from a file may be negative until it is validated). */
+static inline uint64_t
+off_key(int64_t off)
 {
-  const off_id_t *x = a, *y = b;
-  if (x->off != y->off)
-    return x->off < y->off ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+  return (uint64_t)off ^ ((uint64_t)1 << 63);
+}
+
+#define RADIX_BITS 11
+#define RADIX (1 << RADIX_BITS)
+
+/*
+ * Sort a[0 .. n) by (off, id): a stable LSD radix sort on the offset, over
+ * only the digits in which the offsets differ.  a comes in id order, so
+ * stability gives the id order among equal offsets.  tmp has room for n
+ * records; returns a or tmp, whichever holds the result.  O(n x digits).
+ */
+static off_id_t *
+sort_off_id(off_id_t *a, off_id_t *tmp, int64_t n)
+{
+  uint64_t diff = 0;
+  int64_t count[RADIX];
+  for (int64_t i = 1; i < n; i++)
+    diff |= off_key(a[i].off) ^ off_key(a[0].off);
+  for (int shift = 0; shift < 64 && (diff >> shift) != 0; shift += RADIX_BITS) {
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; i++)
+      count[(off_key(a[i].off) >> shift) & (RADIX - 1)]++;
+    for (int64_t d = 0, sum = 0; d < RADIX; d++) {
+      int64_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; i++)
+      tmp[count[(off_key(a[i].off) >> shift) & (RADIX - 1)]++] = a[i];
+    off_id_t *x = a;
+    a = tmp;
+    tmp = x;
+  }
+  return a;
 }
 
 int
@@ -62,7 +95,7 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
 {
   int rc = DBUF_ENOMEM;
   int64_t n = dbuf_tensors_count(tensors);
-  off_id_t *tmp = NULL;
+  off_id_t *tmp = NULL, *aux = NULL;
   dbuf_layout_t *l = calloc(1, sizeof *l);
 
   if (l == NULL)
@@ -94,11 +127,16 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
     if (i > 0 && tmp[i].off < tmp[i - 1].off)
       sorted = 0;
   }
-  if (!sorted)
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_off_id);
+  off_id_t *res = tmp;
+  if (!sorted) {
+    if ((aux = dbuf__mallocn(n, sizeof *aux)) == NULL)
+      goto fail;
+    res = sort_off_id(tmp, aux, n);
+  }
   for (int64_t i = 0; i < n; i++)
-    l->order[i] = tmp[i].id;
+    l->order[i] = res[i].id;
   free(tmp);
+  free(aux);
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)
     l->sane = l->range[r] <= l->range[r + 1];
@@ -108,6 +146,7 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   return 0;
 fail:
   free(tmp);
+  free(aux);
   free(offsets);
   free(range);
   free(owners);

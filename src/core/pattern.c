@@ -19,20 +19,179 @@ row_base(int64_t tensor, int64_t row)
   return x ^ (x >> 31);
 }
 
-/* One multiply per element keeps the fill near memory speed. */
+/*
+ * The pattern costs one mix per block of TAB_K columns, not one per element:
+ * element (t, r, c) is tab_word((c + rot) mod TAB_K) ^ B, where B is a mix
+ * of (row base, c / TAB_K) and rot its top bits.  Within a block the words
+ * are the table rotated, so a column shift changes every element (distinct
+ * table entries); another row or block has another B and, but for one case
+ * in TAB_K, another rotation, so moved data differs element by element too.
+ * The fill and the verifier copy the table once per call and XOR B into
+ * runs of it, at memory speed.
+ */
+#define TAB_BITS 10
+#define TAB_K ((int64_t)1 << TAB_BITS)
+
 static inline uint64_t
-col_word(uint64_t base, int64_t col)
+mix(uint64_t x)
 {
-  uint64_t x = base + (uint64_t)col * 0xD1B54A32D192ED03u;
   x ^= x >> 31;
   x *= 0xBF58476D1CE4E5B9u;
   return x ^ (x >> 30);
 }
 
+/* Word j of the table, j in [0, TAB_K). */
+static inline uint64_t
+tab_word(int64_t j)
+{
+  return mix((uint64_t)j * 0xD6E8FEB86659FD93u + 0x2545F4914F6CDD1Du);
+}
+
+/* B of block blk (columns [blk x TAB_K, (blk + 1) x TAB_K)) of a row. */
+static inline uint64_t
+block_word(uint64_t base, int64_t blk)
+{
+  return mix(base + (uint64_t)blk * 0xD1B54A32D192ED03u);
+}
+
+static inline int64_t
+block_rot(uint64_t b)
+{
+  return (int64_t)(b >> (64 - TAB_BITS));
+}
+
 uint64_t
 dbuf_pattern_word(int64_t tensor, int64_t row, int64_t col)
 {
-  return col_word(row_base(tensor, row), col);
+  uint64_t b = block_word(row_base(tensor, row), col >> TAB_BITS);
+  return tab_word(((col & (TAB_K - 1)) + block_rot(b)) & (TAB_K - 1)) ^ b;
+}
+
+/* The table twice over, as elements of elem_size bytes (host order), so
+ * that any rotation of it is one run starting at rot. */
+typedef struct {
+  int64_t es;
+  uint8_t bytes[2 * TAB_K * 8];
+} tab_t;
+
+static void
+tab_init(tab_t *t, int64_t es)
+{
+  t->es = es;
+  for (int64_t j = 0; j < 2 * TAB_K; j++) {
+    uint64_t w = tab_word(j & (TAB_K - 1));
+    uint8_t *d = t->bytes + j * es;
+    switch (es) {
+    case 1:
+      *d = (uint8_t)w;
+      break;
+    case 2: {
+      uint16_t v = (uint16_t)w;
+      memcpy(d, &v, 2);
+      break;
+    }
+    case 4: {
+      uint32_t v = (uint32_t)w;
+      memcpy(d, &v, 4);
+      break;
+    }
+    default:
+      memcpy(d, &w, 8);
+      break;
+    }
+  }
+}
+
+/* Eight bytes holding the low es bytes of b, repeated (host order). */
+static inline uint64_t
+spread(uint64_t b, int64_t es)
+{
+  switch (es) {
+  case 1:
+    return (b & 0xffu) * UINT64_C(0x0101010101010101);
+  case 2:
+    return (b & 0xffffu) * UINT64_C(0x0001000100010001);
+  case 4:
+    return (b & 0xffffffffu) * UINT64_C(0x0000000100000001);
+  default:
+    return b;
+  }
+}
+
+typedef uint64_t v4u64 __attribute__((vector_size(32)));
+
+/* dst[0 .. n) = src ^ the eight bytes of pat repeated; n a multiple of the
+ * element size, src and dst at element boundaries. */
+static void
+xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat)
+{
+  v4u64 p = {pat, pat, pat, pat};
+  uint8_t pb[8];
+  size_t i = 0;
+  memcpy(pb, &pat, 8);
+  for (; i + 32 <= n; i += 32) {
+    v4u64 x;
+    memcpy(&x, src + i, 32);
+    x ^= p;
+    memcpy(dst + i, &x, 32);
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, src + i, 8);
+    x ^= pat;
+    memcpy(dst + i, &x, 8);
+  }
+  for (; i < n; i++)
+    dst[i] = src[i] ^ pb[i & 7];
+}
+
+/* Whether a[0 .. n) == src ^ pat repeated (see xor_copy). */
+static int
+xor_equal(const uint8_t *a, const uint8_t *src, size_t n, uint64_t pat)
+{
+  v4u64 p = {pat, pat, pat, pat}, acc = {0, 0, 0, 0};
+  uint8_t pb[8];
+  uint64_t acc1 = 0;
+  size_t i = 0;
+  memcpy(pb, &pat, 8);
+  for (; i + 32 <= n; i += 32) {
+    v4u64 x, y;
+    memcpy(&x, a + i, 32);
+    memcpy(&y, src + i, 32);
+    acc |= x ^ y ^ p;
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, src + i, 8);
+    acc1 |= x ^ y ^ pat;
+  }
+  for (; i < n; i++)
+    acc1 |= (uint64_t)(a[i] ^ src[i] ^ pb[i & 7]);
+  return (acc[0] | acc[1] | acc[2] | acc[3] | acc1) == 0;
+}
+
+/* Columns [c0, c1) of one row, by blocks: fill (buf written) or compare
+ * (buf read; returns 0 on the first block that differs). */
+static int
+row_cols(const tab_t *t, uint8_t *out, const uint8_t *in, uint64_t base, int64_t c0,
+         int64_t c1)
+{
+  int64_t es = t->es;
+  for (int64_t c = c0; c < c1;) {
+    int64_t blk = c >> TAB_BITS, ce = (blk + 1) << TAB_BITS;
+    if (ce > c1)
+      ce = c1;
+    uint64_t b = block_word(base, blk);
+    const uint8_t *src = t->bytes + ((c & (TAB_K - 1)) + block_rot(b)) * es;
+    size_t n = (size_t)((ce - c) * es);
+    if (out != NULL)
+      xor_copy(out + (c - c0) * es, src, n, spread(b, es));
+    else if (!xor_equal(in + (c - c0) * es, src, n, spread(b, es)))
+      return 0;
+    c = ce;
+  }
+  return 1;
 }
 
 static int
@@ -56,34 +215,6 @@ check_args(const dbuf_layout_t *l, int64_t start, int64_t end, const void *buf,
 
 /* ------------------------------------------------------------------ */
 /* Fill                                                                */
-
-/* Write columns [c0, c1) of one row at dst. */
-static void
-fill_cols(uint8_t *dst, int64_t elem_size, uint64_t base, int64_t c0, int64_t c1)
-{
-  int64_t n = c1 - c0;
-#define FILL(T, F)                                                             \
-  do {                                                                         \
-    T *d = (T *)(void *)dst;                                                   \
-    for (int64_t i = 0; i < n; i++)                                            \
-      d[i] = (T)F(base, c0 + i);                                               \
-  } while (0)
-  switch (elem_size) {
-  case 1:
-    FILL(uint8_t, col_word);
-    break;
-  case 2:
-    FILL(uint16_t, col_word);
-    break;
-  case 4:
-    FILL(uint32_t, col_word);
-    break;
-  default:
-    FILL(uint64_t, col_word);
-    break;
-  }
-#undef FILL
-}
 
 typedef struct {
   dbuf_progress_fn fn;
@@ -116,7 +247,10 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
   int64_t pos = start, cap = 0;
   dbuf_piece_t *pcs = NULL;
   progress_t pr = {progress, arg, 0, (end - start) * elem_size, PROGRESS_STEP};
+  tab_t tab; /* 16 KiB: on the stack, so the fill cannot fail for memory */
   int g;
+
+  tab_init(&tab, elem_size);
 
   dbuf_layout_owner_of(l, start, &g);
   for (; g < dbuf_layout_nranks(l) && range[g] < end; g++) {
@@ -146,8 +280,8 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
       int64_t row = rows.first_row, col = rows.first_col;
       for (int64_t at = gb; at < ge;) {
         int64_t take = re - col < ge - at ? re - col : ge - at;
-        fill_cols(out + (at - start) * elem_size, elem_size,
-                  row_base(pc.tensor, row), col, col + take);
+        row_cols(&tab, out + (at - start) * elem_size, NULL, row_base(pc.tensor, row), col,
+                 col + take);
         at += take;
         row++;
         col = 0;
@@ -193,33 +327,20 @@ load(const uint8_t *p, int64_t elem_size)
   }
 }
 
-/* Number of columns [col, col + n) of one row at p that differ from the pattern. */
-static int64_t
-count_wrong(const uint8_t *p, int64_t elem_size, uint64_t base, int64_t col, int64_t n)
+/* Whether n elements at p are all zero. */
+static int
+all_zero(const uint8_t *p, size_t n)
 {
-  int64_t wrong = 0;
-#define COUNT(T, F)                                                            \
-  do {                                                                         \
-    const T *d = (const T *)(const void *)p;                                   \
-    for (int64_t i = 0; i < n; i++)                                            \
-      wrong += d[i] != (T)F(base, col + i);                                    \
-  } while (0)
-  switch (elem_size) {
-  case 1:
-    COUNT(uint8_t, col_word);
-    break;
-  case 2:
-    COUNT(uint16_t, col_word);
-    break;
-  case 4:
-    COUNT(uint32_t, col_word);
-    break;
-  default:
-    COUNT(uint64_t, col_word);
-    break;
+  uint64_t acc = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, p + i, 8);
+    acc |= x;
   }
-#undef COUNT
-  return wrong;
+  for (; i < n; i++)
+    acc |= p[i];
+  return acc == 0;
 }
 
 /* Start of the first non-empty tensor at or after x, or the buffer size.
@@ -250,6 +371,9 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
   uint64_t mask = elem_size == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * elem_size)) - 1);
   int64_t bad = 0;
   progress_t pr = {progress, arg, 0, (end - start) * elem_size, PROGRESS_STEP};
+  tab_t tab;
+
+  tab_init(&tab, elem_size);
 
 #define RECORD(at, tid, r, c, want, got)                                       \
   do {                                                                         \
@@ -270,10 +394,13 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
       run_end = next_tensor_start(l, pos + 1);
       if (run_end > end)
         run_end = end;
-      for (int64_t at = pos; at < run_end; at++) {
-        uint64_t got = load(in + (at - start) * elem_size, elem_size);
-        if (got != 0)
-          RECORD(at, -1, -1, -1, 0, got);
+      const uint8_t *p = in + (pos - start) * elem_size;
+      if (!all_zero(p, (size_t)((run_end - pos) * elem_size))) {
+        for (int64_t at = pos; at < run_end; at++) {
+          uint64_t got = load(in + (at - start) * elem_size, elem_size);
+          if (got != 0)
+            RECORD(at, -1, -1, -1, 0, got);
+        }
       }
     } else {
       int64_t re = dbuf_tensors_row_elems(t, id);
@@ -287,10 +414,11 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
         uint64_t base = row_base(id, row);
         int64_t take = re - col < run_end - at ? re - col : run_end - at;
         const uint8_t *p = in + (at - start) * elem_size;
-        /* Fast pass without branches; locate the bad columns on a miss. */
-        if (count_wrong(p, elem_size, base, col, take) != 0) {
+        /* Fast pass on the table; the bad columns, if any, located with
+         * dbuf_pattern_word() itself. */
+        if (!row_cols(&tab, NULL, p, base, col, col + take)) {
           for (int64_t i = 0; i < take; i++) {
-            uint64_t want = col_word(base, col + i) & mask;
+            uint64_t want = dbuf_pattern_word(id, row, col + i) & mask;
             uint64_t got = load(p + i * elem_size, elem_size);
             if (got != want)
               RECORD(at + i, id, row, col + i, want, got);

@@ -160,6 +160,33 @@ out:
   return rc;
 }
 
+/* The separators of a text line's fields. */
+static inline int
+is_sep(char c)
+{
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* The next field of a line at *p (NUL-terminated in place), or NULL. */
+static inline char *
+next_field(char **p)
+{
+  char *s = *p;
+  while (is_sep(*s))
+    s++;
+  if (*s == '\0') {
+    *p = s;
+    return NULL;
+  }
+  char *e = s + 1;
+  while (*e != '\0' && !is_sep(*e))
+    e++;
+  if (*e != '\0')
+    *e++ = '\0';
+  *p = e;
+  return s;
+}
+
 static int
 parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
            dbuf_diag_t *diag)
@@ -167,7 +194,13 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
   const char *p = text, *end = text + len;
   long line = 0;
   char buf[4096];
+  int64_t lines = 1;
 
+  /* One tensor a line at most: room for them all up front, so that the
+   * name table is never rebuilt as it grows (the slack goes after). */
+  for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+    lines++;
+  (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *le = nl ? nl : end;
@@ -175,19 +208,18 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
     if ((size_t)(le - p) >= sizeof buf)
       return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: line longer than %zu bytes",
                         name, line, sizeof buf - 1);
-    memcpy(buf, p, (size_t)(le - p));
-    buf[le - p] = '\0';
+    const char *hash = memchr(p, '#', (size_t)(le - p));
+    size_t n = (size_t)((hash ? hash : le) - p);
+    memcpy(buf, p, n);
+    buf[n] = '\0';
     p = nl ? nl + 1 : end;
-    char *hash = strchr(buf, '#');
-    if (hash)
-      *hash = '\0';
-    char *save = NULL;
-    char *tname = strtok_r(buf, " \t\r\f\v", &save);
+    char *at = buf;
+    char *tname = next_field(&at);
     if (tname == NULL)
       continue;
-    char *shape = strtok_r(NULL, " \t\r\f\v", &save);
-    char *dtype = strtok_r(NULL, " \t\r\f\v", &save);
-    char *extra = strtok_r(NULL, " \t\r\f\v", &save);
+    char *shape = next_field(&at);
+    char *dtype = next_field(&at);
+    char *extra = next_field(&at);
     if (shape == NULL)
       return dbuf__diag(diag, DBUF_EPARSE,
                         "%s:%ld: tensor %s: missing shape (expected 'NAME "
@@ -245,6 +277,7 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
     dbuf_tensors_destroy(t);
     return rc;
   }
+  dbuf__tensors_trim(t); /* the list is complete: no slack kept */
   *out = t;
   return 0;
 }

@@ -31,10 +31,73 @@ sb_reserve(dbuf__sb_t *b, size_t more)
   return 0;
 }
 
+/* Whether fmt holds only the conversions %lld, %d, %s and %% (the ones the
+ * writers use per record), which append_simple() writes by hand. */
+static int
+simple_format(const char *fmt)
+{
+  for (const char *p = fmt; (p = strchr(p, '%')) != NULL;) {
+    if (p[1] == 'd' || p[1] == 's' || p[1] == '%')
+      p += 2;
+    else if (p[1] == 'l' && p[2] == 'l' && p[3] == 'd')
+      p += 4;
+    else
+      return 0;
+  }
+  return 1;
+}
+
+/* Append the decimal digits of v. */
+static void
+append_int(dbuf__sb_t *b, long long v)
+{
+  char d[24];
+  int i = (int)sizeof d;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    d[--i] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0)
+    d[--i] = '-';
+  dbuf__sb_append(b, d + i, sizeof d - (size_t)i);
+}
+
+/* vsnprintf's output for a simple_format(), without its per-call cost. */
+static void
+append_simple(dbuf__sb_t *b, const char *fmt, va_list ap)
+{
+  const char *p = fmt;
+  for (const char *q; (q = strchr(p, '%')) != NULL;) {
+    dbuf__sb_append(b, p, (size_t)(q - p));
+    if (q[1] == 'd') {
+      append_int(b, va_arg(ap, int));
+      p = q + 2;
+    } else if (q[1] == 's') {
+      const char *str = va_arg(ap, const char *);
+      dbuf__sb_puts(b, str != NULL ? str : "(null)"); /* as glibc prints it */
+      p = q + 2;
+    } else if (q[1] == '%') {
+      dbuf__sb_append(b, "%", 1);
+      p = q + 2;
+    } else {
+      append_int(b, va_arg(ap, long long));
+      p = q + 4;
+    }
+  }
+  dbuf__sb_puts(b, p);
+}
+
 void
 dbuf__sb_printf(dbuf__sb_t *b, const char *fmt, ...)
 {
   va_list ap;
+  if (simple_format(fmt)) {
+    va_start(ap, fmt);
+    append_simple(b, fmt, ap);
+    va_end(ap);
+    return;
+  }
   for (int attempt = 0; attempt < 2 && !b->failed; attempt++) {
     va_start(ap, fmt);
     int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
@@ -83,14 +146,20 @@ void
 dbuf__sb_json_string(dbuf__sb_t *b, const char *s)
 {
   dbuf__sb_append(b, "\"", 1);
-  for (; *s && !b->failed; s++) {
-    unsigned char c = (unsigned char)*s;
+  while (*s && !b->failed) {
+    size_t run = 0; /* characters that need no escape, appended at once */
+    while (s[run] != '\0' && s[run] != '"' && s[run] != '\\' &&
+           (unsigned char)s[run] >= 0x20)
+      run++;
+    dbuf__sb_append(b, s, run);
+    s += run;
+    if (*s == '\0')
+      break;
+    unsigned char c = (unsigned char)*s++;
     if (c == '"' || c == '\\')
       dbuf__sb_printf(b, "\\%c", c);
-    else if (c < 0x20)
-      dbuf__sb_printf(b, "\\u%04x", c);
     else
-      dbuf__sb_append(b, (const char *)&c, 1);
+      dbuf__sb_printf(b, "\\u%04x", c);
   }
   dbuf__sb_append(b, "\"", 1);
 }

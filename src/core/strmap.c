@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <xxhash.h>
 
 #define FNV_PRIME UINT64_C(1099511628211)
 
@@ -18,13 +20,23 @@ dbuf__fnv1a(uint64_t h, const void *data, size_t len)
   return h;
 }
 
-/* The table hash: FNV-1a with its high bits folded into the low ones the
- * mask keeps. */
-static uint64_t
+/* A slot holds id + 1 in its low ID_BITS and the top bits of the key's hash
+ * above them, so that a probe reads the keys only on a likely match and a
+ * map needs no array of hashes.  The table index comes from the low bits of
+ * the hash, the tag from the high ones. */
+#define ID_BITS 40
+#define ID_MASK ((UINT64_C(1) << ID_BITS) - 1)
+
+static inline uint64_t
 key_hash(const char *key, size_t len)
 {
-  uint64_t h = dbuf__fnv1a(DBUF__FNV_OFFSET, key, len);
-  return h ^ (h >> 31);
+  return XXH3_64bits(key, len);
+}
+
+static inline uint64_t
+slot_of(uint64_t h, int64_t id)
+{
+  return (h >> ID_BITS << ID_BITS) | (uint64_t)(id + 1);
 }
 
 /* The smallest capacity >= need, doubling from cap (or from first). */
@@ -40,17 +52,34 @@ grown(int64_t cap, int64_t need, int64_t first, int64_t *out)
   return 0;
 }
 
-/* The slot of key: its id + 1, or the empty slot where it would go. */
-static int64_t *
+/* The index of key's slot, or of the empty slot where it would go. */
+static uint64_t
 probe(const dbuf__strmap_t *m, const char *key, uint64_t h)
 {
-  uint64_t mask = (uint64_t)m->nslots - 1;
+  uint64_t mask = (uint64_t)m->nslots - 1, tag = h >> ID_BITS;
   for (uint64_t i = h & mask;; i = (i + 1) & mask) {
-    int64_t v = m->slots[i];
-    if (v == 0 || (m->hash[v - 1] == h &&
-                   strcmp(m->keys + m->key_off[v - 1], key) == 0))
-      return &m->slots[i];
+    uint64_t v = m->slots[i];
+    if (v == 0 || ((v >> ID_BITS) == tag &&
+                   strcmp(m->keys + m->key_off[(v & ID_MASK) - 1], key) == 0))
+      return i;
   }
+}
+
+/* Advise huge pages for a big table: every probe lands on a random page,
+ * and with 4 KiB pages most of them miss the TLB.  Only advice (the call
+ * may fail or be ignored); the table is not yet touched (calloc'd). */
+static void
+advise_huge(void *p, size_t len)
+{
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)p + len;
+  if (len >= 2 * huge && e > a + huge)
+    (void)madvise((void *)a, (e - a) & ~(huge - 1), MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)len;
+#endif
 }
 
 /* Room for count + n keys: entry arrays and a table at most half full. */
@@ -64,6 +93,8 @@ room(dbuf__strmap_t *m, int64_t n)
   if ((rc = dbuf__add(m->count, n, &need)) != 0 ||
       (rc = dbuf__mul(need, 2, &twice)) != 0)
     return rc;
+  if ((uint64_t)need > ID_MASK - 1)
+    return DBUF_EOVERFLOW; /* ids + 1 must fit in ID_BITS */
   if (need > m->cap) {
     if ((rc = grown(m->cap, need, 16, &cap)) != 0)
       return rc;
@@ -71,23 +102,26 @@ room(dbuf__strmap_t *m, int64_t n)
     if (off == NULL)
       return DBUF_ENOMEM;
     m->key_off = off;
-    uint64_t *hash = dbuf__reallocn(m->hash, cap, sizeof *hash);
-    if (hash == NULL)
-      return DBUF_ENOMEM;
-    m->hash = hash;
     m->cap = cap;
   }
   if (twice > m->nslots) {
     if ((rc = grown(m->nslots, twice, 32, &nslots)) != 0)
       return rc;
-    int64_t *slots = dbuf__calloc(nslots, sizeof *slots);
+    uint64_t *slots = dbuf__calloc(nslots, sizeof *slots);
     if (slots == NULL)
       return DBUF_ENOMEM;
+    advise_huge(slots, (size_t)nslots * sizeof *slots);
     free(m->slots);
     m->slots = slots;
     m->nslots = nslots;
-    for (int64_t id = 0; id < m->count; id++) /* keys are distinct */
-      *probe(m, m->keys + m->key_off[id], m->hash[id]) = id + 1;
+    uint64_t mask = (uint64_t)nslots - 1;
+    for (int64_t id = 0; id < m->count; id++) { /* keys are distinct */
+      const char *k = m->keys + m->key_off[id];
+      uint64_t h = key_hash(k, strlen(k)), i = h & mask;
+      while (slots[i] != 0)
+        i = (i + 1) & mask;
+      slots[i] = slot_of(h, id);
+    }
   }
   return 0;
 }
@@ -99,23 +133,32 @@ dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n)
 }
 
 int
-dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id)
+dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
+                    dbuf__strmap_pos_t *pos, int64_t *id)
 {
-  size_t len = strlen(key);
-  uint64_t h = key_hash(key, len);
+  pos->len = strlen(key);
+  pos->hash = key_hash(key, pos->len);
+  pos->nslots = m->nslots;
+  if (m->nslots == 0)
+    return DBUF_ENOTFOUND;
+  pos->slot = probe(m, key, pos->hash);
+  uint64_t v = m->slots[pos->slot];
+  if (v == 0)
+    return DBUF_ENOTFOUND;
+  *id = (int64_t)(v & ID_MASK) - 1;
+  return 0;
+}
+
+int
+dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
+                    const dbuf__strmap_pos_t *pos, int64_t *id)
+{
   int64_t bytes, need, cap;
   int rc;
 
-  if (m->nslots > 0) {
-    int64_t v = *probe(m, key, h);
-    if (v != 0) {
-      *id = v - 1;
-      return DBUF_EDUP;
-    }
-  }
-  if (len >= (size_t)INT64_MAX)
+  if (pos->len >= (size_t)INT64_MAX)
     return DBUF_EOVERFLOW;
-  bytes = (int64_t)len + 1;
+  bytes = (int64_t)pos->len + 1;
   if ((rc = dbuf__add(m->keys_len, bytes, &need)) != 0)
     return rc;
   if (need > m->keys_cap) {
@@ -129,25 +172,30 @@ dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id)
   }
   if ((rc = room(m, 1)) != 0)
     return rc;
+  /* The slot found by the lookup holds unless the table was rebuilt. */
+  uint64_t i = m->nslots == pos->nslots ? pos->slot : probe(m, key, pos->hash);
   memcpy(m->keys + m->keys_len, key, (size_t)bytes);
   m->key_off[m->count] = m->keys_len;
-  m->hash[m->count] = h;
   m->keys_len = need;
-  *probe(m, key, h) = m->count + 1;
+  m->slots[i] = slot_of(pos->hash, m->count);
   *id = m->count++;
   return 0;
 }
 
 int
+dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id)
+{
+  dbuf__strmap_pos_t pos;
+  if (dbuf__strmap_lookup(m, key, &pos, id) == 0)
+    return DBUF_EDUP;
+  return dbuf__strmap_insert(m, key, &pos, id);
+}
+
+int
 dbuf__strmap_find(const dbuf__strmap_t *m, const char *key, int64_t *id)
 {
-  if (m->nslots == 0)
-    return DBUF_ENOTFOUND;
-  int64_t v = *probe(m, key, key_hash(key, strlen(key)));
-  if (v == 0)
-    return DBUF_ENOTFOUND;
-  *id = v - 1;
-  return 0;
+  dbuf__strmap_pos_t pos;
+  return dbuf__strmap_lookup(m, key, &pos, id);
 }
 
 const char *
@@ -168,10 +216,9 @@ dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out)
   c.keys_len = c.keys_cap = m->keys_len;
   c.nslots = m->nslots;
   c.key_off = dbuf__memdup(m->key_off, m->count, sizeof *c.key_off);
-  c.hash = dbuf__memdup(m->hash, m->count, sizeof *c.hash);
   c.keys = dbuf__memdup(m->keys, m->keys_len, 1);
   c.slots = dbuf__memdup(m->slots, m->nslots, sizeof *c.slots);
-  if (c.key_off == NULL || c.hash == NULL || c.keys == NULL || c.slots == NULL) {
+  if (c.key_off == NULL || c.keys == NULL || c.slots == NULL) {
     dbuf__strmap_free(&c);
     *out = c;
     return DBUF_ENOMEM;
@@ -181,10 +228,28 @@ dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out)
 }
 
 void
+dbuf__strmap_trim(dbuf__strmap_t *m)
+{
+  if (m->keys_len > 0 && m->keys_len < m->keys_cap) {
+    char *k = realloc(m->keys, (size_t)m->keys_len);
+    if (k != NULL) {
+      m->keys = k;
+      m->keys_cap = m->keys_len;
+    }
+  }
+  if (m->count > 0 && m->count < m->cap) {
+    int64_t *off = realloc(m->key_off, (size_t)m->count * sizeof *off);
+    if (off != NULL) {
+      m->key_off = off;
+      m->cap = m->count;
+    }
+  }
+}
+
+void
 dbuf__strmap_free(dbuf__strmap_t *m)
 {
   free(m->key_off);
-  free(m->hash);
   free(m->keys);
   free(m->slots);
   memset(m, 0, sizeof *m);

@@ -5,8 +5,9 @@
  * id 1, and so on, so a caller that numbers its own records in the same
  * order (tensors, safetensors records, SVG classes) uses the id as its
  * index.  The map keeps its own copy of every key.  Open addressing with
- * linear probing, at most half full; every count is 64-bit and every growth
- * is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
+ * linear probing, at most half full; a slot packs the id with high bits of
+ * the key's hash (XXH3), so a map holds at most 2^40 - 2 keys.  Every count
+ * is 64-bit and every growth is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
  * Not thread safe for writers; readers of an unchanging map may share it.
  */
 #ifndef DBUF_STRMAP_H
@@ -21,16 +22,24 @@ uint64_t dbuf__fnv1a(uint64_t h, const void *data, size_t len);
 
 typedef struct dbuf__strmap {
   int64_t count;     /* keys held: ids 0 .. count-1 */
-  int64_t cap;       /* room in key_off and hash */
+  int64_t cap;       /* room in key_off */
   int64_t *key_off;  /* [cap] offset of each key in keys */
-  uint64_t *hash;    /* [cap] hash of each key */
   char *keys;        /* the keys, each NUL-terminated, back to back */
   int64_t keys_len, keys_cap;
-  int64_t *slots;    /* [nslots] id + 1, 0 = empty */
+  uint64_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
   int64_t nslots;    /* 0 or a power of two >= 2 * count */
 } dbuf__strmap_t;
 
-#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
+#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, 0, 0, NULL, 0}
+
+/* Where a lookup left off: the key's length and hash, and its slot in a
+ * table of nslots slots (found, or the empty one where it would go). */
+typedef struct dbuf__strmap_pos {
+  size_t len;
+  uint64_t hash;
+  uint64_t slot;
+  int64_t nslots;
+} dbuf__strmap_pos_t;
 
 /* Make room for n more keys (their bytes are allocated as they come), so
  * that many adds allocate no slots.  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
@@ -40,6 +49,16 @@ int dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n);
  * the id key already has; DBUF_EOVERFLOW or DBUF_ENOMEM leave m unchanged. */
 int dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id);
 
+/* dbuf__strmap_find() that also fills *pos for a dbuf__strmap_insert() of
+ * the same key (one hash and one probe per new key). */
+int dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
+                        dbuf__strmap_pos_t *pos, int64_t *id);
+
+/* Add key, which the lookup that filled pos did not find, with no add in
+ * between: as dbuf__strmap_add(), without its duplicate check. */
+int dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
+                        const dbuf__strmap_pos_t *pos, int64_t *id);
+
 /* 0 and *id, or DBUF_ENOTFOUND. */
 int dbuf__strmap_find(const dbuf__strmap_t *m, const char *key, int64_t *id);
 
@@ -48,6 +67,10 @@ const char *dbuf__strmap_key(const dbuf__strmap_t *m, int64_t id);
 
 /* A deep copy into *out (overwritten): 0 or DBUF_ENOMEM (out zeroed). */
 int dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out);
+
+/* Give back the unused capacity of the key arrays (growth doubles it);
+ * the map is unchanged, a failed shrink leaves it as it was. */
+void dbuf__strmap_trim(dbuf__strmap_t *m);
 
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);

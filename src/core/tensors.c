@@ -1,10 +1,13 @@
 /* The tensor list: flat arrays for dims, and the names in a string map
- * whose ids are the tensor ids. */
+ * whose ids are the tensor ids.  A copy (dbuf_tensors_dup) shares the
+ * arrays of its source until one of the two is changed: every change goes
+ * through unshare() first, which gives the changed list arrays of its own. */
 #include "dbuf/tensors.h"
 #include "core_internal.h"
 #include "strmap.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@ struct dbuf_tensors {
   int64_t ndims, dims_cap;
   dbuf__strmap_t names; /* name -> id; names.count == n */
   int64_t total;
+  atomic_int_fast64_t *refs; /* [1] lists sharing these arrays */
 };
 
 void *
@@ -63,17 +67,22 @@ dbuf_tensors_create(dbuf_tensors_t **out)
   if (out == NULL)
     return DBUF_EINVAL;
   dbuf_tensors_t *t = calloc(1, sizeof *t);
-  if (t == NULL)
+  if (t == NULL || (t->refs = malloc(sizeof *t->refs)) == NULL) {
+    free(t);
     return DBUF_ENOMEM;
+  }
+  atomic_init(t->refs, 1);
   *out = t;
   return 0;
 }
 
-void
-dbuf_tensors_destroy(dbuf_tensors_t *t)
+/* Free the arrays of t, unless another list still shares them. */
+static void
+release_arrays(dbuf_tensors_t *t)
 {
-  if (t == NULL)
+  if (atomic_fetch_sub(t->refs, 1) > 1)
     return;
+  free(t->refs);
   free(t->numel);
   free(t->row_elems);
   free(t->dim_start);
@@ -81,7 +90,47 @@ dbuf_tensors_destroy(dbuf_tensors_t *t)
   free(t->dtype);
   free(t->dims);
   dbuf__strmap_free(&t->names);
+}
+
+void
+dbuf_tensors_destroy(dbuf_tensors_t *t)
+{
+  if (t == NULL)
+    return;
+  release_arrays(t);
   free(t);
+}
+
+/* Arrays of t's own, copied from the ones it shares (if it shares them),
+ * before t is changed.  0 or DBUF_ENOMEM (t unchanged). */
+static int
+unshare(dbuf_tensors_t *t)
+{
+  /* A changing list is not shared with a thread (see tensors.h): a count
+   * of one cannot grow under us. */
+  if (atomic_load(t->refs) == 1)
+    return 0;
+  dbuf_tensors_t c = *t;
+  if ((c.refs = malloc(sizeof *c.refs)) == NULL)
+    return DBUF_ENOMEM;
+  atomic_init(c.refs, 1);
+  c.cap = t->n;
+  c.dims_cap = t->ndims;
+  c.numel = dbuf__memdup(t->numel, t->n, sizeof *c.numel);
+  c.row_elems = dbuf__memdup(t->row_elems, t->n, sizeof *c.row_elems);
+  c.dim_start = dbuf__memdup(t->dim_start, t->n, sizeof *c.dim_start);
+  c.ndim = dbuf__memdup(t->ndim, t->n, sizeof *c.ndim);
+  c.dtype = dbuf__memdup(t->dtype, t->n, sizeof *c.dtype);
+  c.dims = dbuf__memdup(t->dims, t->ndims, sizeof *c.dims);
+  int names_rc = dbuf__strmap_copy(&t->names, &c.names);
+  if (c.numel == NULL || c.row_elems == NULL || c.dim_start == NULL ||
+      c.ndim == NULL || c.dtype == NULL || c.dims == NULL || names_rc != 0) {
+    release_arrays(&c);
+    return DBUF_ENOMEM;
+  }
+  release_arrays(t); /* drops t's share: the others keep the arrays */
+  *t = c;
+  return 0;
 }
 
 static int
@@ -144,7 +193,9 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
     return DBUF_EINVAL;
   if (dbuf__add(t->n, n, &need))
     return DBUF_EOVERFLOW;
-  int rc = grow_arrays(t, need);
+  int rc = unshare(t);
+  if (rc == 0)
+    rc = grow_arrays(t, need);
   if (rc == 0)
     rc = dbuf__strmap_reserve(&t->names, n);
   return rc;
@@ -201,6 +252,7 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                  const int64_t *dims, dbuf_diag_t *diag)
 {
   int64_t numel = 1, row = 1, total, id;
+  dbuf__strmap_pos_t pos;
   int rc;
 
   if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
@@ -210,7 +262,7 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %lld: name '%s' is empty, not UTF-8, or has "
                       "spaces or control characters",
                       (long long)t->n, name);
-  if (dbuf__strmap_find(&t->names, name, &id) == 0)
+  if (dbuf__strmap_lookup(&t->names, name, &pos, &id) == 0)
     return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
                       name, (long long)id);
   if (ndim < 1)
@@ -240,10 +292,10 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "64 bits",
                       name);
   /* The name goes in last: a failure before it leaves the list as it was. */
-  if ((rc = grow_arrays(t, t->n + 1)) != 0 ||
+  if ((rc = unshare(t)) != 0 || (rc = grow_arrays(t, t->n + 1)) != 0 ||
       (rc = grow_bytes((void **)&t->dims, &t->dims_cap, t->ndims + ndim,
                        sizeof *t->dims)) != 0 ||
-      (rc = dbuf__strmap_add(&t->names, name, &id)) != 0)
+      (rc = dbuf__strmap_insert(&t->names, name, &pos, &id)) != 0)
     return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
   assert(id == t->n); /* the map numbers the names as the list does */
 
@@ -259,32 +311,49 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
   return 0;
 }
 
-/* A structural copy: the list is already valid, so nothing is re-checked. */
+/* A copy that shares t's arrays until either list is changed. */
 int
 dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
 {
   dbuf_tensors_t *c;
   if (t == NULL || out == NULL)
     return DBUF_EINVAL;
-  if ((c = calloc(1, sizeof *c)) == NULL)
+  if ((c = malloc(sizeof *c)) == NULL)
     return DBUF_ENOMEM;
+  atomic_fetch_add(t->refs, 1);
   *c = *t;
-  c->cap = t->n;
-  c->dims_cap = t->ndims;
-  c->numel = dbuf__memdup(t->numel, t->n, sizeof *c->numel);
-  c->row_elems = dbuf__memdup(t->row_elems, t->n, sizeof *c->row_elems);
-  c->dim_start = dbuf__memdup(t->dim_start, t->n, sizeof *c->dim_start);
-  c->ndim = dbuf__memdup(t->ndim, t->n, sizeof *c->ndim);
-  c->dtype = dbuf__memdup(t->dtype, t->n, sizeof *c->dtype);
-  c->dims = dbuf__memdup(t->dims, t->ndims, sizeof *c->dims);
-  int names_rc = dbuf__strmap_copy(&t->names, &c->names);
-  if (c->numel == NULL || c->row_elems == NULL || c->dim_start == NULL ||
-      c->ndim == NULL || c->dtype == NULL || c->dims == NULL || names_rc != 0) {
-    dbuf_tensors_destroy(c);
-    return DBUF_ENOMEM;
-  }
   *out = c;
   return 0;
+}
+
+void
+dbuf__tensors_trim(dbuf_tensors_t *t)
+{
+  if (t == NULL || atomic_load(t->refs) != 1)
+    return;
+  dbuf__strmap_trim(&t->names);
+  if (t->n > 0 && t->n < t->cap) {
+    int64_t *a;
+    uint8_t *b;
+    /* Shrinking keeps the contents; a failed realloc keeps the old block. */
+    if ((a = realloc(t->numel, (size_t)t->n * sizeof *a)) != NULL)
+      t->numel = a;
+    if ((a = realloc(t->row_elems, (size_t)t->n * sizeof *a)) != NULL)
+      t->row_elems = a;
+    if ((a = realloc(t->dim_start, (size_t)t->n * sizeof *a)) != NULL)
+      t->dim_start = a;
+    if ((b = realloc(t->ndim, (size_t)t->n)) != NULL)
+      t->ndim = b;
+    if ((b = realloc(t->dtype, (size_t)t->n)) != NULL)
+      t->dtype = b;
+    t->cap = t->n; /* a block that did not shrink is only larger */
+  }
+  if (t->ndims > 0 && t->ndims < t->dims_cap) {
+    int64_t *a = realloc(t->dims, (size_t)t->ndims * sizeof *a);
+    if (a != NULL)
+      t->dims = a;
+    t->dims_cap = t->ndims;
+  }
 }
 
 int64_t
@@ -308,6 +377,11 @@ dbuf_tensors_set_dtype(dbuf_tensors_t *t, int64_t id, dbuf_dtype_t dtype)
     return DBUF_EINVAL;
   if (!IN_RANGE(t, id))
     return DBUF_ERANGE;
+  if (t->dtype[id] == (uint8_t)dtype)
+    return 0;
+  int rc = unshare(t);
+  if (rc != 0)
+    return rc;
   t->dtype[id] = (uint8_t)dtype;
   return 0;
 }
@@ -409,16 +483,17 @@ dbuf_shape_parse(const char *text, int *ndim, int64_t dims[DBUF_MAX_DIMS],
   if (text == NULL || ndim == NULL || dims == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   for (;;) {
-    char *end;
+    const char *end;
     if (!isdigit((unsigned char)*p))
       return dbuf__diag(diag, DBUF_EPARSE,
                         "shape '%s': expected a non-negative integer at '%s'",
                         text, p);
-    errno = 0;
-    long long v = strtoll(p, &end, 10);
-    if (errno == ERANGE)
-      return dbuf__diag(diag, DBUF_EOVERFLOW,
-                        "shape '%s': dim %d does not fit in 64 bits", text, n);
+    int64_t v = 0;
+    for (end = p; isdigit((unsigned char)*end); end++) {
+      if (dbuf__mul(v, 10, &v) || dbuf__add(v, *end - '0', &v))
+        return dbuf__diag(diag, DBUF_EOVERFLOW,
+                          "shape '%s': dim %d does not fit in 64 bits", text, n);
+    }
     if (n == DBUF_MAX_DIMS)
       return dbuf__diag(diag, DBUF_ESHAPE, "shape '%s': more than %d dims", text,
                         DBUF_MAX_DIMS);
