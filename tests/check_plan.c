@@ -307,12 +307,24 @@ START_TEST(test_plan_errors_and_assembly)
   ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_BF16, a, NULL, NULL), 0);
   ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
   ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_BF16, b, NULL, &d), DBUF_EDUP);
+  ck_assert_ptr_nonnull(strstr(d.msg, "plan: buffer u/bf16 twice"));
+  /* Another dtype of the same unit, the same dtype of another unit, then
+   * both again: the keys tell them apart. */
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_F32, b, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u2", DBUF_DTYPE_BF16, b, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u", DBUF_DTYPE_F32, b, NULL, &d), DBUF_EDUP);
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u2", DBUF_DTYPE_BF16, b, NULL, &d), DBUF_EDUP);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 3);
   lp.nranks = 3;
   ck_assert_int_eq(dbuf_layout_build(t, &lp, &b, NULL), 0);
   ck_assert_int_eq(dbuf_plan_add(p, "v", DBUF_DTYPE_BF16, b, NULL, &d), DBUF_ENRANKS);
-  ck_assert_int_eq(dbuf_plan_nbuffers(p), 1);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 3);
   dbuf_plan_buffer_t pb;
-  ck_assert_int_eq(dbuf_plan_buffer(p, 1, &pb), DBUF_ERANGE);
+  ck_assert_int_eq(dbuf_plan_buffer(p, 3, &pb), DBUF_ERANGE);
   ck_assert_int_eq(dbuf_plan_buffer(p, 0, &pb), 0);
   ck_assert_ptr_null(pb.model_ids);
   dbuf_plan_destroy(p);

@@ -2,7 +2,9 @@
 #include "dbuf/plan.h"
 
 #include "core_internal.h"
+#include "strmap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@ typedef struct plan_buf {
 struct dbuf_plan {
   plan_buf_t *b;
   int64_t n, cap;
+  dbuf__strmap_t keys; /* "DTYPE UNIT" of every buffer: one (unit, dtype) once */
 };
 
 int
@@ -38,6 +41,7 @@ dbuf_plan_destroy(dbuf_plan_t *p)
     dbuf_layout_destroy(p->b[i].layout);
     free(p->b[i].model_ids);
   }
+  dbuf__strmap_free(&p->keys);
   free(p->b);
   free(p);
 }
@@ -84,8 +88,16 @@ dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_
   else if (p->n > 0 && dbuf_layout_nranks(layout) != dbuf_plan_nranks(p))
     rc = dbuf__diag(diag, DBUF_ENRANKS, "plan: buffer %s/%s has %d ranks, the plan %d", unit,
                     dbuf_dtype_name(dtype), dbuf_layout_nranks(layout), dbuf_plan_nranks(p));
-  for (int64_t i = 0; rc == 0 && i < p->n; i++) {
-    if (p->b[i].dtype == dtype && strcmp(p->b[i].unit, unit) == 0)
+  /* The key of a buffer, so that a plan of many buffers is assembled in
+   * linear time: the dtype number, a blank (no unit name has one), the unit. */
+  char *key = NULL;
+  int64_t kid;
+  size_t klen = rc == 0 ? strlen(unit) + 8 : 0;
+  if (rc == 0 && (key = malloc(klen)) == NULL)
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "plan: out of memory");
+  if (rc == 0) {
+    snprintf(key, klen, "%d %s", (int)dtype, unit);
+    if (dbuf__strmap_find(&p->keys, key, &kid) == 0)
       rc = dbuf__diag(diag, DBUF_EDUP, "plan: buffer %s/%s twice", unit,
                       dbuf_dtype_name(dtype));
   }
@@ -103,6 +115,9 @@ dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_
                   (model_ids != NULL &&
                    (nb.model_ids = dbuf__memdup(model_ids, nt, sizeof *model_ids)) == NULL)))
     rc = dbuf__diag(diag, DBUF_ENOMEM, "plan: out of memory");
+  if (rc == 0 && (rc = dbuf__strmap_add(&p->keys, key, &kid)) != 0)
+    dbuf__diag(diag, rc, "plan: %s", dbuf_strerror(rc));
+  free(key);
   if (rc != 0) {
     free(nb.unit);
     free(nb.model_ids);
