@@ -332,6 +332,42 @@ START_TEST(test_plan_errors_and_assembly)
 }
 END_TEST
 
+/* A plan of many buffers (re: units of one tensor each) is assembled in
+ * linear time: 100,000 buffers are added well inside Check's 4 s timeout,
+ * where a scan of the earlier buffers on each add (5e9 comparisons) is not.
+ * The last one is found as a duplicate, the others keep their order. */
+START_TEST(test_plan_many_buffers)
+{
+  static const char *const one[] = {"w"};
+  static const int64_t d1[][2] = {{4, 2}};
+  dbuf_tensors_t *t = mk(one, d1, NULL, 1);
+  dbuf_layout_params_t lp;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 2;
+  dbuf_plan_t *p;
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  const int n = 100000;
+  char unit[32];
+  for (int i = 0; i < n; i++) {
+    dbuf_layout_t *l;
+    ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+    snprintf(unit, sizeof unit, "u%d", i);
+    ck_assert_int_eq(dbuf_plan_add(p, unit, DBUF_DTYPE_BF16, l, NULL, NULL), 0);
+  }
+  dbuf_layout_t *l;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "u99999", DBUF_DTYPE_BF16, l, NULL, &d), DBUF_EDUP);
+  ck_assert_ptr_nonnull(strstr(d.msg, "plan: buffer u99999/bf16 twice"));
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), n);
+  dbuf_plan_buffer_t pb;
+  ck_assert_int_eq(dbuf_plan_buffer(p, 12345, &pb), 0);
+  ck_assert_str_eq(pb.unit, "u12345");
+  dbuf_plan_destroy(p);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* The plan JSON: version 2 written and read back to the same buffers, a
  * version 1 file read as one buffer (its dtype or bf16), and each malformed
  * input one message naming the buffer and the key. */
@@ -465,6 +501,7 @@ main(void)
   tcase_add_test(tc, test_plan_layer_dtypes);
   tcase_add_test(tc, test_plan_one_buffer_is_the_layout);
   tcase_add_test(tc, test_plan_errors_and_assembly);
+  tcase_add_test(tc, test_plan_many_buffers);
   tcase_add_test(tc, test_shapes_dtype_column);
   tcase_add_test(tc, test_plan_json);
   suite_add_tcase(s, tc);
