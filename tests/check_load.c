@@ -14,6 +14,7 @@
 #include "dbuf/load.h"
 #include "st_write.h"
 #include "testutil.h"
+#include "tmpdir.h"
 
 #include <check.h>
 #include <ftw.h>
@@ -26,40 +27,16 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-static char tmpdir[1024];
-
-static int
-rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 static void
 setup(void)
 {
-  const char *base = getenv("TMPDIR");
-  int w = snprintf(tmpdir, sizeof tmpdir, "%s/check_load.XXXXXX", base && base[0] ? base : "/tmp");
-  ck_assert(w > 0 && (size_t)w < sizeof tmpdir);
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  tmpdir_setup("check_load");
 }
 
 static void
 teardown(void)
 {
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static const char *
-tpath(const char *rel)
-{
-  static char bufs[8][4096];
-  static int next;
-  char *b = bufs[next++ % 8];
-  snprintf(b, 4096, "%s/%.2048s", tmpdir, rel);
-  return b;
+  tmpdir_teardown();
 }
 
 static uint32_t

@@ -8,6 +8,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "dbuf/safetensors.h"
+#include "tmpdir.h"
 
 #include <check.h>
 #include <ftw.h>
@@ -18,44 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Test-only state: the fixture's directory (one per forked test). */
-static char tmpdir[1024];
-
-static int
-rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 static void
 setup(void)
 {
-  const char *base = getenv("TMPDIR");
-  int w = snprintf(tmpdir, sizeof tmpdir, "%s/check_st.XXXXXX",
-                   base && base[0] ? base : "/tmp");
-  ck_assert(w > 0 && (size_t)w < sizeof tmpdir);
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  tmpdir_setup("check_st");
 }
 
 static void
 teardown(void)
 {
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Full path of rel in the temp dir; returns a static buffer (one of 8). */
-static const char *
-tpath(const char *rel)
-{
-  static char bufs[8][4096];
-  static int next;
-  char *b = bufs[next++ % 8];
-  int w = snprintf(b, 4096, "%s/%.2048s", tmpdir, rel);
-  ck_assert(w > 0 && w < 4096);
-  return b;
+  tmpdir_teardown();
 }
 
 static void
