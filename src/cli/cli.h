@@ -258,21 +258,19 @@ typedef struct cli_problems {
 void cli_problems_free(cli_problems_t *p);
 
 /*
- * --layout-file: read a layout JSON file that must have nranks segments and
- * check every invariant.  Returns 0 and *out, or a DBUF_E* code, printed:
- * the reader's (unreadable, not the schema), DBUF_ENRANKS (another dp_size),
- * DBUF_EVERIFY with every violation in probs (the first printed), or
- * DBUF_ENOMEM.  digest (may be NULL) hashes the file's bytes.
+ * --layout-file: read a layout JSON file of version 1 (one layout) or 2 (a
+ * plan of buffers) whose buffers all have nranks segments, and check every
+ * invariant of every buffer.  A version-1 file is one buffer of unit "all"
+ * whose dtype is the file's "dtype" (bf16 without one); dtype_set forces it
+ * to dtype; with several buffers dtype_set is DBUF_EINVAL.  Returns 0 and
+ * *out, or a DBUF_E* code, printed: the reader's (unreadable, not the
+ * schema), DBUF_ENRANKS (another dp_size), DBUF_EVERIFY with every
+ * violation in probs (the first printed; a problem of a buffer of a plan of
+ * several reads "buffer UNIT/DTYPE: KIND: message"), or DBUF_ENOMEM.
+ * digest (may be NULL) hashes the file's bytes.
  */
-int cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out,
-                         cli_problems_t *probs, uint64_t *digest);
-/*
- * cli_layout_file_load for a layout file of version 1 or 2: a plan whose
- * buffers all have nranks segments, every buffer checked; a problem of a
- * buffer of a plan of several reads "buffer UNIT/DTYPE: KIND: message".
- */
-int cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
-                              cli_problems_t *probs, uint64_t *digest);
+int cli_layout_file_load(const char *path, int nranks, dbuf_dtype_t dtype, int dtype_set,
+                         dbuf_plan_t **out, cli_problems_t *probs, uint64_t *digest);
 /* The digest of a file's bytes (for --check-inputs); 0 or a DBUF_E* code. */
 int cli_file_digest(const char *path, uint64_t *digest);
 

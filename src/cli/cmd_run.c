@@ -63,9 +63,10 @@ run_usage(FILE *f)
           "   rank is one data-parallel rank of one model-parallel group)\n"
           "Trainer's layout:\n"
           "  --layout-file FILE     rank 0 reads this layout JSON (as 'plan --format\n"
-          "                         json' writes it) instead of planning; its dp_size\n"
-          "                         must be the rank count; a broken layout is FAIL\n"
-          "                         with every problem listed\n"
+          "                         json' writes it: one layout, or version 2 with one\n"
+          "                         buffer per unit and dtype) instead of planning;\n"
+          "                         its dp_size must be the rank count; a broken\n"
+          "                         layout is FAIL with every problem listed\n"
           "Memory:\n"
           "  --membind P            local (default): the NUMA nodes of the CPU binding;\n"
           "                         node:N, interleave, or none (first touch)\n"
@@ -617,23 +618,16 @@ run_options(run_t *r, int argc, char **argv)
   return phase_end(r, cli_exit_code(rc));
 }
 
-/* Rank 0's plan: the plan of the options, or a one-buffer plan of the
- * --layout-file's layout (unit "all", the --dtype).  A library code. */
+/* Rank 0's plan: the plan of the options, or the --layout-file's (one
+ * buffer of unit "all" for a version-1 file).  A library code. */
 static int
 plan_on_root(run_t *r)
 {
   int rc;
   if (r->o.layout_file != NULL) {
-    dbuf_layout_t *l = NULL;
     snprintf(r->what, sizeof r->what, "layout file %s", r->o.layout_file);
-    rc = cli_layout_file_load(r->o.layout_file, r->size, &l, &r->probs, &r->in_digest);
-    if (rc == 0 && (rc = dbuf_plan_create(&r->planned)) != 0)
-      dbuf_layout_destroy(l);
-    dbuf_diag_t d;
-    if (rc == 0 && (rc = dbuf_plan_add(r->planned, DBUF_UNIT_ALL, r->o.plan.dtype_code, l,
-                                       NULL, &d)) != 0)
-      cli_err("%s", d.msg);
-    return rc;
+    return cli_layout_file_load(r->o.layout_file, r->size, r->o.plan.dtype_code,
+                                r->o.plan.dtype_set, &r->planned, &r->probs, &r->in_digest);
   }
   rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
   if (rc == 0)
@@ -1239,7 +1233,9 @@ run_report(run_t *r)
     run_summary_t s = {.nranks = r->size, .per_rank = r->per, .digest = r->digest,
                        .materialize = r->o.materialize, .membind = r->o.membind_text,
                        .pass = pass, .problems = v->problems, .message = v->msg,
-                       .units = r->o.plan.units ? r->o.plan.units : "none"};
+                       .units = r->o.layout_file ? "layout-file"
+                                : r->o.plan.units  ? r->o.plan.units
+                                                   : "none"};
     char src[1100], **lines = NULL;
     snprintf(src, sizeof src, "%s", r->what);
     cli_report_opts(&r->o.plan, src, &s.report);

@@ -80,49 +80,41 @@ problems_verdict(const char *path, const cli_problems_t *probs)
   return DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
 }
 
-int
-cli_layout_file_load(const char *path, int nranks, dbuf_layout_t **out, cli_problems_t *probs,
-                     uint64_t *digest)
+/* A version-1 file's one layout again, as the one buffer (unit "all") of
+ * dtype: --dtype forces the dtype of a file that holds a single layout. */
+static int
+retype_single(const char *path, const char *text, size_t len, dbuf_dtype_t dtype,
+              dbuf_plan_t **p)
 {
-  char *text = NULL;
-  size_t len = 0;
   dbuf_layout_t *l = NULL;
+  dbuf_plan_t *np = NULL;
   dbuf_diag_t d;
-  int rc;
-
-  if ((rc = dbuf_file_read_all(path, &text, &len, &d)) != 0) {
+  int rc = dbuf_layout_from_json(path, text, len, &l, &d);
+  if (rc == 0 && (rc = dbuf_plan_create(&np)) != 0)
+    snprintf(d.msg, sizeof d.msg, "%s: %s", path, dbuf_strerror(rc));
+  if (rc == 0) {
+    rc = dbuf_plan_add(np, DBUF_UNIT_ALL, dtype, l, NULL, &d);
+    l = NULL; /* the plan's now, added or not */
+  }
+  if (rc != 0) {
     cli_err("%s", d.msg);
+    dbuf_layout_destroy(l);
+    dbuf_plan_destroy(np);
     return rc;
   }
-  if (digest != NULL)
-    *digest = dbuf_hash64(text, len, 0);
-  if ((rc = dbuf_layout_from_json(path, text, len, &l, &d)) != 0) {
-    cli_err("%s", d.msg);
-    goto out;
-  }
-  if (dbuf_layout_nranks(l) != nranks) {
-    cli_err("%s: dp_size %d does not match the %d ranks of the job (run it with mpirun -np %d)",
-            path, dbuf_layout_nranks(l), nranks, dbuf_layout_nranks(l));
-    rc = DBUF_ENRANKS;
-    goto out;
-  }
-  if ((rc = validate(path, l, "", probs)) != 0 || (rc = problems_verdict(path, probs)) != 0)
-    goto out;
-  *out = l;
-  l = NULL;
-out:
-  dbuf_layout_destroy(l);
-  free(text);
-  return rc;
+  dbuf_plan_destroy(*p);
+  *p = np;
+  return 0;
 }
 
 int
-cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
-                          cli_problems_t *probs, uint64_t *digest)
+cli_layout_file_load(const char *path, int nranks, dbuf_dtype_t dtype, int dtype_set,
+                     dbuf_plan_t **out, cli_problems_t *probs, uint64_t *digest)
 {
   char *text = NULL, label[DBUF_DIAG_LEN];
   size_t len = 0;
   dbuf_plan_t *p = NULL;
+  dbuf_plan_buffer_t b;
   dbuf_diag_t d;
   int rc;
 
@@ -143,8 +135,16 @@ cli_layout_file_load_plan(const char *path, int nranks, dbuf_plan_t **out,
     goto out;
   }
   int single = cli_plan_is_single(p);
+  if (dtype_set && !single) {
+    cli_err("%s: --dtype cannot retype a plan of %lld buffers (each buffer keeps the dtype "
+            "the file gives it)", path, (long long)dbuf_plan_nbuffers(p));
+    rc = DBUF_EINVAL;
+    goto out;
+  }
+  if (dtype_set && dbuf_plan_buffer(p, 0, &b) == 0 && b.dtype != dtype &&
+      (rc = retype_single(path, text, len, dtype, &p)) != 0)
+    goto out;
   for (int64_t k = 0; k < dbuf_plan_nbuffers(p) && rc == 0; k++) {
-    dbuf_plan_buffer_t b;
     dbuf_plan_buffer(p, k, &b);
     snprintf(label, sizeof label, single ? "" : "buffer %s/%s: ", b.unit,
              dbuf_dtype_name(b.dtype));

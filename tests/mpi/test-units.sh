@@ -66,6 +66,32 @@ for np in 2 4; do
     "mixed dtypes np $np: PASS"
 done
 
+# ---- the trainer's own plan file (--layout-file, version 2) ----
+# The plan of the checkpoint written as version-2 JSON and run from the file:
+# the same buffers, dtypes and bytes as the planned run above.
+"$DBUF" plan --safetensors "$T/mixed.safetensors" --units layer --dp 2 --format json >"$T/v2.json"
+mpi 2 --layout-file "$T/v2.json" -q --report "$T/l2.json"
+expect_code 0 "layout file v2 np 2: exit 0"
+jq_is "$T/l2.json" '[.buffers[] | [.unit, .dtype, .elem_size, .logical * .elem_size]]' "$want" \
+  "layout file v2 np 2: the file's buffers, dtypes and logical bytes"
+jq_is "$T/l2.json" '[.verdict, .plan.units, ([.buffers[].data] | unique)]' '["PASS", "layout-file", ["PASS"]]' \
+  "layout file v2 np 2: PASS, units from the file"
+mpi 4 --layout-file "$T/v2.json" -q
+expect_code 2 "layout file v2 at np 4: exit 2"
+expect_err_has "v2.json: dp_size 2 does not match the 4 ranks of the job" "layout file v2 at np 4: names dp_size"
+mpi 2 --layout-file "$T/v2.json" --dtype fp32 -q
+expect_code 2 "layout file v2 --dtype: exit 2"
+expect_err_has "v2.json: --dtype cannot retype a plan of 7 buffers" "layout file v2 --dtype: refused with the count"
+# A version-1 file holds one layout: its dtype is the file's (bf16 here),
+# or --dtype's.
+"$DBUF" plan --safetensors "$T/mixed.safetensors" --dtype bf16 --dp 2 --format json >"$T/v1.json"
+mpi 2 --layout-file "$T/v1.json" -q --report "$T/l1.json"
+jq_is "$T/l1.json" '[.verdict, [.buffers[] | [.unit, .dtype, .elem_size]]]' '["PASS", [["all", "bf16", 2]]]' \
+  "layout file v1: one buffer all/bf16"
+mpi 2 --layout-file "$T/v1.json" --dtype fp32 -q --report "$T/l1f.json"
+jq_is "$T/l1f.json" '[.verdict, [.buffers[] | [.unit, .dtype, .elem_size]], .plan.bytes == .plan.size * 4]' \
+  '["PASS", [["all", "fp32", 4]], true]' "layout file v1 --dtype fp32: the buffer retyped"
+
 # ---- a fault caught in one buffer, named with it ----
 DBUF_FAULT=corrupt:1 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q --report "$T/f.json"
 expect_code 1 "corrupt:1 in a buffer: exit 1"
