@@ -20,6 +20,7 @@
 #include "dbuf/mem.h"
 #include "dbuf/nodes.h"
 #include "dbuf/pattern.h"
+#include "dbuf/shapes_io.h"
 #include "dbuf/wire.h"
 
 #include <errno.h>
@@ -921,19 +922,19 @@ fmt_gib(char *buf, size_t len, int64_t v)
   return buf;
 }
 
-/* This rank's figures and verdict.  DBUF_FAKE_MEM_AVAIL=BYTES (tests only)
- * stands for the NUMA node's free memory and MemAvailable, without a cgroup
- * limit. */
+/* What a rank can have: the free memory of the NUMA nodes it binds to (nodes
+ * is their list), MemAvailable and the cgroup room of its host.
+ * DBUF_FAKE_MEM_AVAIL=BYTES (tests only) stands for the NUMA nodes' free
+ * memory and MemAvailable, without a cgroup limit. */
 static int
-preflight_local(run_t *r, preflight_rec_t *p, dbuf_diag_t *d)
+preflight_figures(run_t *r, char *nodes, size_t nodes_len, dbuf_mem_avail_t *a, dbuf_diag_t *d)
 {
-  char nodes[DBUF_MEM_LIST_LEN], cpus[64], need[32], have[32];
-  dbuf_mem_avail_t a;
-  int rc = dbuf_membind_select(r->topo, &r->o.membind, NULL, nodes, sizeof nodes, NULL, 0, d);
+  char cpus[64];
+  int rc = dbuf_membind_select(r->topo, &r->o.membind, NULL, nodes, nodes_len, NULL, 0, d);
   if (rc == 0 && nodes[0] == '\0') /* first touch: the nodes of the CPUs */
-    rc = dbuf_topo_get_cpubind(r->topo, cpus, sizeof cpus, nodes, sizeof nodes, NULL, d);
+    rc = dbuf_topo_get_cpubind(r->topo, cpus, sizeof cpus, nodes, nodes_len, NULL, d);
   if (rc == 0)
-    rc = dbuf_mem_available(r->topo, nodes, NULL, &a, d);
+    rc = dbuf_mem_available(r->topo, nodes, NULL, a, d);
   if (rc != 0)
     return rc;
   const char *fake = getenv("DBUF_FAKE_MEM_AVAIL");
@@ -945,39 +946,85 @@ preflight_local(run_t *r, preflight_rec_t *p, dbuf_diag_t *d)
       snprintf(d->msg, sizeof d->msg, "DBUF_FAKE_MEM_AVAIL: '%.64s' is not a byte count", fake);
       return DBUF_EINVAL;
     }
-    a.numa_free = a.mem_available = (int64_t)v;
-    a.cgroup_room = -1;
+    a->numa_free = a->mem_available = (int64_t)v;
+    a->cgroup_room = -1;
   }
-  int share = r->map.local_size > 0 ? r->map.local_size : 1;
-  /* The tightest known figure names the line. */
-  const char *what = NULL;
-  int64_t limit = -1;
-  const int64_t fig[3] = {a.numa_free, a.mem_available, a.cgroup_room};
-  for (int k = 0; k < 3; k++)
-    if (fig[k] >= 0 && (limit < 0 || fig[k] / share < limit / share)) {
-      limit = fig[k];
-      what = k == 0 ? "numa" : k == 1 ? "avail" : "cgroup";
-    }
-  p->rank = r->rank;
-  p->short_of = limit >= 0 && r->bytes > limit / share;
-  if (!p->short_of)
-    return 0;
-  int at = snprintf(p->line, sizeof p->line, "rank %d on %s needs %s, ", r->rank,
-                    r->map.host[r->rank], fmt_gib(need, sizeof need, r->bytes));
-  fmt_gib(have, sizeof have, limit);
-  if (strcmp(what, "numa") == 0)
-    snprintf(p->line + at, sizeof p->line - (size_t)at, "NUMA node%s %s %s %s free for %d rank%s",
-             strpbrk(nodes, ",-") ? "s" : "", nodes, strpbrk(nodes, ",-") ? "have" : "has", have,
-             share, share == 1 ? "" : "s");
-  else if (strcmp(what, "avail") == 0)
-    snprintf(p->line + at, sizeof p->line - (size_t)at,
-             "%s has %s available (MemAvailable) for %d rank%s", r->map.host[r->rank], have,
-             share, share == 1 ? "" : "s");
-  else
-    snprintf(p->line + at, sizeof p->line - (size_t)at,
-             "cgroup %.100s has %s left below memory.max for %d rank%s", a.cgroup, have, share,
-             share == 1 ? "" : "s");
   return 0;
+}
+
+/* Who shares what: the NUMA figure is shared by the ranks of this host
+ * bound to the same NUMA nodes, the host's figures by every rank of the
+ * host.  One allgather of (host, nodes, bytes) of every rank, summed here
+ * (O(ranks), no rank waits on another's failure: the figures were agreed
+ * first).  need[0] and n[0] are the NUMA group's, need[1] and n[1] the
+ * host's; a sum past int64 is INT64_MAX (it fits nowhere). */
+typedef struct {
+  int64_t node, nodes_hash, bytes;
+} preflight_who_t;
+
+static int
+preflight_share(run_t *r, const char *nodes, int64_t need[2], int n[2])
+{
+  preflight_who_t me = {r->map.node_of_rank[r->rank],
+                        (int64_t)dbuf_hash64(nodes, strlen(nodes), 0), r->bytes};
+  preflight_who_t *all = malloc((size_t)r->size * sizeof *all);
+  int rc = all == NULL ? DBUF_ENOMEM : 0;
+  if (rc == 0 && MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE,
+                               dbuf_comm_mpi(r->ctx)) != MPI_SUCCESS)
+    rc = DBUF_EMPI;
+  need[0] = need[1] = 0;
+  n[0] = n[1] = 0;
+  for (int k = 0; rc == 0 && k < r->size; k++) {
+    if (all[k].node != me.node)
+      continue;
+    for (int g = 0; g < 2; g++) {
+      if (g == 0 && all[k].nodes_hash != me.nodes_hash)
+        continue;
+      n[g]++;
+      if (__builtin_add_overflow(need[g], all[k].bytes, &need[g]))
+        need[g] = INT64_MAX;
+    }
+  }
+  free(all);
+  return rc;
+}
+
+/* This rank's verdict: short_of when its NUMA group or its host needs more
+ * than the figure says; the line names the tightest figure short. */
+static void
+preflight_verdict(run_t *r, const char *nodes, const dbuf_mem_avail_t *a,
+                  const int64_t need[2], const int n[2], preflight_rec_t *p)
+{
+  char mine[32], group[32], have[32];
+  const int64_t fig[3] = {a->numa_free, a->mem_available, a->cgroup_room};
+  int what = -1;
+  for (int k = 0; k < 3; k++) {
+    int g = k == 0 ? 0 : 1;
+    if (fig[k] >= 0 && need[g] > fig[k] &&
+        (what < 0 || fig[k] / n[g] < fig[what] / n[what == 0 ? 0 : 1]))
+      what = k;
+  }
+  p->rank = r->rank;
+  p->short_of = what >= 0;
+  if (!p->short_of)
+    return;
+  int g = what == 0 ? 0 : 1;
+  int at = snprintf(p->line, sizeof p->line, "rank %d on %s needs %s, ", r->rank,
+                    r->map.host[r->rank], fmt_gib(mine, sizeof mine, r->bytes));
+  fmt_gib(have, sizeof have, fig[what]);
+  fmt_gib(group, sizeof group, need[g]);
+  size_t left = sizeof p->line - (size_t)at;
+  const char *s = n[g] == 1 ? "" : "s";
+  if (what == 0)
+    snprintf(p->line + at, left, "NUMA node%s %s %s %s free for %d rank%s needing %s",
+             strpbrk(nodes, ",-") ? "s" : "", nodes, strpbrk(nodes, ",-") ? "have" : "has", have,
+             n[g], s, group);
+  else if (what == 1)
+    snprintf(p->line + at, left, "%s has %s available (MemAvailable) for %d rank%s needing %s",
+             r->map.host[r->rank], have, n[g], s, group);
+  else
+    snprintf(p->line + at, left, "cgroup %.100s has %s left below memory.max for %d rank%s needing %s",
+             a->cgroup, have, n[g], s, group);
 }
 
 /* Every rank's verdict gathered on rank 0, which prints one line per short
@@ -991,7 +1038,11 @@ run_preflight(run_t *r)
   dbuf_diag_t d;
   memset(&mine, 0, sizeof mine);
   dbuf_diag_clear(&d);
-  int rc = preflight_local(r, &mine, &d);
+  char nodes[DBUF_MEM_LIST_LEN];
+  dbuf_mem_avail_t a;
+  int64_t need[2];
+  int n[2];
+  int rc = preflight_figures(r, nodes, sizeof nodes, &a, &d);
   if (rc == 0 && r->rank == 0 && (all = calloc((size_t)r->size, sizeof *all)) == NULL)
     rc = diag_oom(&d);
   /* A bad policy (node:99) fails as the allocation would, in its phase. */
@@ -1001,6 +1052,15 @@ run_preflight(run_t *r)
     return phase_end(r, cli_exit_code(rc));
   }
   set_phase(r, "memory pre-flight");
+  rc = preflight_share(r, nodes, need, n);
+  if (rc != 0)
+    snprintf(d.msg, sizeof d.msg, "memory pre-flight: rank %d: %s", r->rank, dbuf_strerror(rc));
+  if ((rc = dbuf_comm_agree_diag(r->ctx, rc, &d)) != 0) {
+    cli_err("%s", d.msg);
+    free(all);
+    return phase_end(r, cli_exit_code(rc));
+  }
+  preflight_verdict(r, nodes, &a, need, n, &mine);
   if ((rc = dbuf_comm_gather(r->ctx, &mine, sizeof mine, all)) != 0) {
     cli_err("memory pre-flight: %s", dbuf_strerror(rc));
     free(all);

@@ -106,7 +106,7 @@ jq_is "$T/f.json" '[.verdict, (.message | startswith("buffer '"$bad"': rank 1: "
 # 1 before allocating, one line per short rank.
 mpi 2 --model deepseek-v3 -q --report "$T/ds.json"
 expect_code 1 "pre-flight deepseek-v3 np 2: exit 1"
-n=$(grep -c '^dbuf-shard: rank [01] on .* needs .*, .* for 2 ranks$' "$T/stderr")
+n=$(grep -c '^dbuf-shard: rank [01] on .* needs .*, .* for 2 ranks needing .*$' "$T/stderr")
 if [ "$n" -eq 2 ]; then pass "pre-flight: one line per short rank"; else fail "pre-flight: $n lines: $ERR"; fi
 jq_is "$T/ds.json" '[.verdict, .phase, .exit_code]' '["ERROR", "memory pre-flight", 1]' \
   "pre-flight: stopped before materializing"
@@ -128,5 +128,15 @@ DBUF_FAKE_MEM_AVAIL=2000 mpi 2 --safetensors "$T/mixed.safetensors" --units laye
 expect_code 0 "pre-flight faked: --force skips it"
 DBUF_FAKE_MEM_AVAIL=100000000 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q
 expect_code 0 "pre-flight faked: enough memory passes"
+# Uneven ranks share the node's memory by what they need together, not by
+# an equal split: owners auto puts a (1024x4 bf16, 8,192 bytes) on rank 0
+# and b (256x4, 2,048 bytes) on rank 1, 10,240 bytes in all.
+printf 'a 1024x4\nb 256x4\n' >"$T/uneven.shapes"
+DBUF_FAKE_MEM_AVAIL=10240 mpi 2 --shapes "$T/uneven.shapes" --layout tensor -q
+expect_code 0 "pre-flight uneven: 8,192 + 2,048 bytes fit in 10,240"
+DBUF_FAKE_MEM_AVAIL=10239 mpi 2 --shapes "$T/uneven.shapes" --layout tensor -q
+expect_code 1 "pre-flight uneven: not in 10,239"
+expect_err_has "dbuf-shard: rank 1 on $(hostname) needs 2.0 KiB, NUMA node 0 has 10.0 KiB free for 2 ranks needing 10.0 KiB" \
+  "pre-flight uneven: the small rank is short with its node"
 
 finish
