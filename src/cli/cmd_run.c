@@ -142,6 +142,12 @@ layout_file_conflict(const run_opts_t *o)
     other = "--units";
   else if (p->ndtype_map > 0)
     other = "--dtype-map";
+  else if (p->params.node_size != def.node_size)
+    other = "--node-size";
+  else if (p->align_bytes != 0)
+    other = "--align-bytes";
+  else if (p->order != NULL)
+    other = "--order";
   if (other == NULL)
     return 0;
   cli_err("--layout-file replaces planning: drop %s%s", other[0] == '-' ? "" : "--", other);

@@ -82,6 +82,12 @@ expect_err_has "v2.json: dp_size 2 does not match the 4 ranks of the job" "layou
 mpi 2 --layout-file "$T/v2.json" --dtype fp32 -q
 expect_code 2 "layout file v2 --dtype: exit 2"
 expect_err_has "v2.json: --dtype cannot retype a plan of 7 buffers" "layout file v2 --dtype: refused with the count"
+# Planning options the file already decided are refused, not ignored.
+for o in "--node-size 2" "--align-bytes 64" "--order $T/v2.json"; do
+  mpi 2 --layout-file "$T/v2.json" $o -q
+  expect_code 2 "layout file with ${o%% *}: exit 2"
+  expect_err_has "dbuf-shard: --layout-file replaces planning: drop ${o%% *}" "layout file with ${o%% *}: refused by name"
+done
 # A version-1 file holds one layout: its dtype is the file's (bf16 here),
 # or --dtype's.
 "$DBUF" plan --safetensors "$T/mixed.safetensors" --dtype bf16 --dp 2 --format json >"$T/v1.json"
