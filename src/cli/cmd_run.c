@@ -658,6 +658,15 @@ static int
 buffers_init(run_t *r, uint64_t plan_digest, dbuf_diag_t *d)
 {
   r->nbuf = dbuf_plan_nbuffers(r->plan);
+  /* Every buffer's bytes fit (dbuf_plan_add); their sum must too, or the
+   * totals of the report and the node table would wrap. */
+  dbuf_plan_totals_t tt;
+  int trc = dbuf_plan_totals(r->plan, &tt);
+  if (trc != 0) {
+    snprintf(d->msg, sizeof d->msg, "plan: the bytes of its %" PRId64 " buffers together: %s",
+             r->nbuf, dbuf_strerror(trc));
+    return d->code = trc;
+  }
   if ((r->buf = calloc((size_t)r->nbuf, sizeof *r->buf)) == NULL)
     return diag_oom(d);
   for (int64_t i = 0; i < r->nbuf; i++) {
@@ -759,8 +768,11 @@ buffer_range(run_t *r, int64_t i, dbuf_diag_t *d)
   if (rc == 0 && hit && r->fault.shift == r->rank)
     b->start += 1;
   if (rc == 0 && __builtin_mul_overflow(b->end > b->start ? b->end - b->start : 0,
-                                        b->elem_size, &b->bytes))
+                                        b->elem_size, &b->bytes)) {
+    snprintf(d->msg, sizeof d->msg, "rank %d: %" PRId64 " elements of %" PRId64
+             " bytes overflow 64 bits", r->rank, b->end - b->start, b->elem_size);
     rc = DBUF_EOVERFLOW;
+  }
   if (rc == 0 && r->bytes >= 0 && __builtin_add_overflow(r->bytes, b->bytes, &r->bytes))
     r->bytes = -1;
   if (rc != 0 && r->nbuf > 1) {

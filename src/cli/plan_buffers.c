@@ -31,7 +31,8 @@ cli_plan_summary(FILE *m, const dbuf_plan_t *p, const cli_plan_opts_t *o, const 
   int64_t nb = dbuf_plan_nbuffers(p);
   int e = dbuf_plan_totals(p, &tt);
   if (e != 0) {
-    cli_err("plan totals: %s", dbuf_strerror(e));
+    cli_err("plan totals: %s%s", e == DBUF_EOVERFLOW ? "the bytes of the buffers together: " : "",
+            dbuf_strerror(e));
     return cli_exit_code(e);
   }
   int uw = 4; /* "unit" */

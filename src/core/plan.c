@@ -4,6 +4,7 @@
 #include "core_internal.h"
 #include "strmap.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +79,18 @@ dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_
               const int64_t *model_ids, dbuf_diag_t *diag)
 {
   int rc = 0;
-  int64_t nt = dbuf_layout_ntensors(layout);
+  int64_t nt = dbuf_layout_ntensors(layout), bytes;
   plan_buf_t nb = {NULL, dtype, layout, NULL};
   if (p == NULL || unit == NULL || unit[0] == '\0' || layout == NULL)
     rc = dbuf__diag(diag, DBUF_EINVAL, "plan: NULL argument or empty unit name");
   else if (dbuf_dtype_size(dtype) == 0)
     rc = dbuf__diag(diag, DBUF_EINVAL, "plan: buffer %s: dtype %s has no byte size", unit,
                     dbuf_dtype_name(dtype));
+  else if (dbuf__mul(dbuf_layout_size(layout), dbuf_dtype_size(dtype), &bytes))
+    rc = dbuf__diag(diag, DBUF_EOVERFLOW,
+                    "plan: buffer %s/%s: %" PRId64 " elements of %" PRId64 " bytes overflow 64 bits",
+                    unit, dbuf_dtype_name(dtype), dbuf_layout_size(layout),
+                    dbuf_dtype_size(dtype));
   else if (p->n > 0 && dbuf_layout_nranks(layout) != dbuf_plan_nranks(p))
     rc = dbuf__diag(diag, DBUF_ENRANKS, "plan: buffer %s/%s has %d ranks, the plan %d", unit,
                     dbuf_dtype_name(dtype), dbuf_layout_nranks(layout), dbuf_plan_nranks(p));

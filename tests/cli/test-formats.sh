@@ -168,6 +168,6 @@ expect_err "dbuf-shard: --align-bytes: 0 is out of range [1, 9223372036854775807
 printf 'a 4611686018427387904\n' >"$T/huge"
 run plan --shapes "$T/huge" --dtype fp32
 expect_code 2 "byte overflow"
-expect_err "dbuf-shard: summary report: 4611686018427387904 elements of 4 bytes overflow 64 bits" "byte overflow message"
+expect_err "dbuf-shard: $T/huge: plan: buffer all/fp32: 4611686018427387904 elements of 4 bytes overflow 64 bits" "byte overflow message"
 
 finish

@@ -106,6 +106,12 @@ bad "bad regex" "dbuf-shard: --units: regular expression '(P[01': Unmatched [, [
 bad "unknown dtype in --dtype-map" "dbuf-shard: --dtype-map: 'P1=fp99' is not PATTERN=DTYPE (a part of tensor names, then one of bf16, fp16, fp32, fp64, fp8-e4m3 (fp8), fp8-e5m2, fp8-e8m0, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool, c64)" plan --shapes "$S" --dtype-map P1=fp99
 bad "bad --state" "dbuf-shard: --state: 'foo' is not adam, sgd or none" plan --shapes "$S" --state foo
 bad "--state with table" "dbuf-shard: --state applies to --format summary only" plan --shapes "$S" --state sgd --format table
+# Bytes past int64: one buffer (2^60 fp64 elements are 2^63 bytes), and two
+# buffers of 2^62 bytes each whose sum is 2^63.
+printf 'a 1152921504606846976 fp64\n' >"$T/b1"
+bad "buffer bytes overflow" "dbuf-shard: $T/b1: plan: buffer all/fp64: 1152921504606846976 elements of 8 bytes overflow 64 bits" plan --shapes "$T/b1" --dp 2
+printf 'a 576460752303423488 fp64\nb 576460752303423488 fp64\n' >"$T/b2"
+bad "plan bytes overflow" "dbuf-shard: plan totals: the bytes of the buffers together: 64-bit count overflow" plan --shapes "$T/b2" --dp 2 --units 're:^(.)'
 
 # ---- --state: padded dp 5 gives every rank 12 bf16 elements (golden
 # seed.padded.dp5.summary): params 24 B, gradients 24, main 4x12 = 48,

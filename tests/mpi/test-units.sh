@@ -107,6 +107,14 @@ expect_err_has "dbuf-shard: buffer $bad: rank 1: " "corrupt:1: the message names
 jq_is "$T/f.json" '[.verdict, (.message | startswith("buffer '"$bad"': rank 1: "))]' '["FAIL", true]' \
   "corrupt:1: the report names the buffer"
 
+# ---- buffers whose bytes add up past int64 (2^62 + 2^62): no report of
+# wrapped totals, every rank stops with the reason ----
+printf 'a 576460752303423488 fp64\nb 576460752303423488 fp64\n' >"$T/b2.shapes"
+mpi 2 --shapes "$T/b2.shapes" --units 're:^(.)' --no-materialize -q
+expect_code 2 "plan bytes overflow: exit 2"
+expect_err_has "plan: the bytes of its 2 buffers together: 64-bit count overflow" "plan bytes overflow: named"
+if grep -q PASS "$T/stdout"; then fail "plan bytes overflow: a PASS report"; else pass "plan bytes overflow: no PASS"; fi
+
 # ---- the memory pre-flight ----
 # DeepSeek-V3 in bf16 (about 1.3 TB) fits no test machine: every rank exits
 # 1 before allocating, one line per short rank.
