@@ -68,7 +68,7 @@ run_usage(FILE *f)
           "  --layout-file FILE     rank 0 reads this layout JSON (as 'plan --format\n"
           "                         json' writes it) instead of planning; its dp_size\n"
           "                         must be the rank count; a broken layout is FAIL\n"
-          "                         with every problem listed\n"
+          "                         with every problem listed\n"          "                         (with --load, --safetensors names the weights)\n"
           "Memory:\n"
           "  --membind P            local (default): the NUMA nodes of the CPU binding;\n"
           "                         node:N, interleave, or none (first touch)\n"
@@ -140,7 +140,7 @@ layout_file_conflict(const run_opts_t *o)
     other = "--shapes";
   else if (p->model != NULL)
     other = "--model";
-  else if (p->nsafetensors > 0)
+  else if (p->nsafetensors > 0 && !o->load) /* --load: the weights of its tensors */
     other = "--safetensors";
   else if (p->dp_set)
     other = "--dp";
@@ -868,7 +868,13 @@ verdict_merge(const run_t *r, dbuf_verdict_t *all, const dbuf_verdict_t *v, cons
 {
   int64_t problems = all->problems + v->problems;
   if (all->code == 0 && v->code != 0) {
+    /* the agreed part only: this rank's own is merged below */
+    int local_ok = all->local_ok;
+    char local_msg[sizeof all->local_msg];
+    memcpy(local_msg, all->local_msg, sizeof local_msg);
     *all = *v;
+    all->local_ok = local_ok;
+    memcpy(all->local_msg, local_msg, sizeof local_msg);
     if (r->nbuf > 1)
       snprintf(all->msg, sizeof all->msg, "buffer %.150s: %.340s", b->name, v->msg);
   }
