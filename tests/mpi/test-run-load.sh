@@ -150,6 +150,22 @@ if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --load needs a checkpoint: give 
 mpi 2 --io mpiio -q
 if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --io applies to --load only" ]; then
   pass "--io without --load"; else fail "--io without --load: exit $CODE, '$ERR'"; fi
+mpi 2 --safetensors "$ONE" --load --no-materialize -q
+if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --load writes the segments: drop --no-materialize" ]; then
+  pass "--load --no-materialize"; else fail "--load --no-materialize: exit $CODE, '$ERR'"; fi
+# --load and --io are options every rank must share: rank 0's ARGS0, rank 1's
+# ARGS1 (each a word list), the option and the two values named.
+differs() {
+  local opt=$1 want=$2 got
+  # shellcheck disable=SC2086
+  timed mpirun_in "$MPI_TIMEOUT" -np 1 "$DBUF" --safetensors "$ONE" -q $3 : \
+    -np 1 "$DBUF" --safetensors "$ONE" -q $4 >"$T/stdout" 2>"$T/stderr.all"
+  got=$(grep '^dbuf-shard: ' "$T/stderr.all")
+  if [ "$CODE" -eq 2 ] && [ "$got" = "dbuf-shard: option $opt differs between ranks: $want" ]; then
+    pass "$opt differs between ranks"; else fail "$opt differs: exit $CODE, '$got'"; fi
+}
+differs --load "rank 0 has off, rank 1 has on" "" "--load"
+differs --io "rank 0 has posix, rank 1 has mpiio" "--load" "--load --io mpiio"
 # A missing shard: rank 0 cannot read the checkpoint.
 mkdir -p "$T/miss"
 cp "$IDX" "$T/sh/model-00001-of-00002.safetensors" "$T/miss/"
