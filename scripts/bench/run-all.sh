@@ -37,7 +37,8 @@
 #     in the same run (warm page cache: cat runs first); a cold read of each
 #     only where `echo 3 > /proc/sys/vm/drop_caches` works (else a row says
 #     it was skipped).  GB/s of the load: bytes read / the slowest rank's
-#     seconds (report .load.gbps)
+#     seconds (report .load.gbps), the best of 3 rounds (--quick 2) after
+#     one untimed load; cold: one round
 # Times are the best of the rounds (the machine is shared); peak memory is
 # the largest of the rounds.  Not run by make check.
 set -euo pipefail
@@ -254,8 +255,8 @@ row 4 "mpirun -np 2 dbuf-shard --no-materialize" "$(fmt "$s_svc") s" "MPI init+f
 # ---------------------------------------------------------------------------
 # 5. load a checkpoint beside cat of its files
 ck=$work/ckpt
-tensors_per_file=4
-[ "$quick" = 1 ] && tensors_per_file=1
+tensors_per_file=4 load_rounds=3
+[ "$quick" = 1 ] && tensors_per_file=1 load_rounds=2
 ck_bytes=$((4 * tensors_per_file * 4096 * 8192 * 2))
 if [ "$(cat "$ck/.bytes" 2>/dev/null)" != "$ck_bytes" ]; then
   echo "run-all.sh: load, writing a checkpoint of $((ck_bytes >> 20)) MiB" >&2
@@ -302,13 +303,25 @@ load_gbps() {
   jq -r 'if .load.verdict == "PASS" then .load.gbps else error("load verdict \(.load.verdict)") end' "$rep" |
     xargs printf '%.2f'
 }
-echo "run-all.sh: load, $((ck_size >> 20)) MiB in 4 files, np 2, warm" >&2
+echo "run-all.sh: load, $((ck_size >> 20)) MiB in 4 files, np 2, warm, $load_rounds rounds" >&2
 cat "${ck_files[@]}" >/dev/null # into the page cache
-warm_cat=$(cat_gbps)
+# One load untimed: the first one after a pause pays for memory the VM gave
+# back (see section 3).  Then rounds of cat and the three methods, best of each.
+load_gbps posix warm-up >/dev/null
+declare -A load_best
+warm_cat=0
+for ((i = 0; i < load_rounds; i++)); do
+  c=$(cat_gbps)
+  awk "BEGIN { exit !($c > $warm_cat) }" && warm_cat=$c
+  for io in posix mpiio mpiio-coll; do
+    g=$(load_gbps "$io" "warm-$io")
+    awk "BEGIN { exit !($g > ${load_best[$io]:-0}) }" && load_best[$io]=$g
+  done
+done
 for io in posix mpiio mpiio-coll; do
-  g=$(load_gbps "$io" "warm-$io")
+  g=${load_best[$io]}
   row 5 "load --io $io, $((ck_size >> 20)) MiB, np 2, warm" "$g GB/s" "cat $warm_cat GB/s" \
-    "$(ratio "$g" "$warm_cat")" "target 0.70x; report .load.gbps, verdict PASS"
+    "$(ratio "$g" "$warm_cat")" "target 0.70x; best of $load_rounds, report .load.gbps, PASS"
 done
 if sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
   cold_cat=$(cat_gbps)

@@ -1237,9 +1237,10 @@ run_materialize(run_t *r)
     dbuf_plan_totals_t tot;
     double gib = dbuf_plan_totals(r->plan, &tot) == 0 ? (double)tot.buffer_bytes / GIB : 0;
     if (r->o.load)
-      fprintf(stderr, "dbuf-shard: loading %.2f GiB from %" PRId64 " file%s on %d ranks (io %s)\n",
-              gib, dbuf_st_file_count(r->st), dbuf_st_file_count(r->st) == 1 ? "" : "s",
-              r->size, dbuf_io_name(r->o.io));
+      fprintf(stderr,
+              "dbuf-shard: loading %.2f GiB from %" PRId64 " file%s on %d rank%s (io %s)\n", gib,
+              dbuf_st_file_count(r->st), dbuf_st_file_count(r->st) == 1 ? "" : "s", r->size,
+              r->size == 1 ? "" : "s", dbuf_io_name(r->o.io));
     else if (r->nbuf == 1)
       fprintf(stderr, "dbuf-shard: materializing %.2f GiB on %d ranks\n", gib, r->size);
     else
