@@ -17,6 +17,7 @@
 
 #include "dbuf/comm.h"
 #include "dbuf/layout_facts.h"
+#include "dbuf/load.h"
 #include "dbuf/mem.h"
 #include "dbuf/nodes.h"
 #include "dbuf/pattern.h"
@@ -44,7 +45,9 @@ enum {
   OPT_QUIET,
   OPT_LAYOUT_FILE,
   OPT_TIMEOUT,
-  OPT_FORCE
+  OPT_FORCE,
+  OPT_LOAD,
+  OPT_IO
 };
 
 #define SAMPLE_ROWS 8 /* rows per rank that rank 0 spot-checks */
@@ -68,6 +71,7 @@ run_usage(FILE *f)
           "                         buffer per unit and dtype) instead of planning;\n"
           "                         its dp_size must be the rank count; a broken\n"
           "                         layout is FAIL with every problem listed\n"
+          "                         (with --load, --safetensors names the weights)\n"
           "Memory:\n"
           "  --membind P            local (default): the NUMA nodes of the CPU binding;\n"
           "                         node:N, interleave, or none (first touch)\n"
@@ -79,6 +83,16 @@ run_usage(FILE *f)
           "  --force                skip the memory pre-flight (every rank's buffers\n"
           "                         against its NUMA node's free memory, MemAvailable\n"
           "                         and its cgroup limit, shared by the node's ranks)\n"
+          "Real weights:\n"
+          "  --load                 every rank reads its own rows of the --safetensors\n"
+          "                         checkpoint (files or INDEX.json) into its segment\n"
+          "                         instead of the pattern (converted to --dtype when\n"
+          "                         given); then each rank's rows are checksummed\n"
+          "                         again from the files by another rank: the load\n"
+          "                         verdict lists every tensor and row that differs\n"
+          "  --io M                 how --load reads: posix (pread, default), mpiio\n"
+          "                         (MPI_File_read_at) or mpiio-coll\n"
+          "                         (MPI_File_read_at_all)\n"
           "Checks and output:\n"
           "  --check-inputs         every rank reads the input itself; fail, naming the\n"
           "                         ranks and hosts, if any sees different bytes\n"
@@ -107,6 +121,9 @@ typedef struct {
   const char *bind_text;
   dbuf_bind_t bind;
   int strict, lock, materialize, check_inputs, quiet, force;
+  int load;                /* --load: real weights instead of the pattern */
+  dbuf_io_t io;            /* --io */
+  const char *io_text;     /* NULL: not given (posix) */
   int64_t timeout; /* seconds, 0: no watchdog */
   const char *report;
   const char *layout_file; /* --layout-file FILE: instead of planning */
@@ -126,7 +143,7 @@ layout_file_conflict(const run_opts_t *o)
     other = "--shapes";
   else if (p->model != NULL)
     other = "--model";
-  else if (p->nsafetensors > 0)
+  else if (p->nsafetensors > 0 && !o->load) /* --load: the weights of its tensors */
     other = "--safetensors";
   else if (p->dp_set)
     other = "--dp";
@@ -154,6 +171,24 @@ layout_file_conflict(const run_opts_t *o)
   return CLI_EXIT_USAGE;
 }
 
+/* --load needs a checkpoint and memory to load into; --io needs --load. */
+static int
+load_conflict(const run_opts_t *o)
+{
+  const char *why = NULL;
+  if (o->io_text != NULL && !o->load)
+    why = "--io applies to --load only";
+  else if (o->load && o->plan.nsafetensors == 0)
+    why = "--load needs a checkpoint: give --safetensors FILE... or "
+          "--safetensors INDEX.json";
+  else if (o->load && !o->materialize)
+    why = "--load writes the segments: drop --no-materialize";
+  if (why == NULL)
+    return 0;
+  cli_err("%s", why);
+  return CLI_EXIT_USAGE;
+}
+
 /* Returns 0, or CLI_EXIT_USAGE (printed; quiet ranks print nothing), or -1 for --help. */
 static int
 parse_opts(int argc, char **argv, run_opts_t *o)
@@ -171,6 +206,8 @@ parse_opts(int argc, char **argv, run_opts_t *o)
       {"quiet", no_argument, NULL, 'q'},
       {"layout-file", required_argument, NULL, OPT_LAYOUT_FILE},
       {"force", no_argument, NULL, OPT_FORCE},
+      {"load", no_argument, NULL, OPT_LOAD},
+      {"io", required_argument, NULL, OPT_IO},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   dbuf_diag_t d;
@@ -180,6 +217,7 @@ parse_opts(int argc, char **argv, run_opts_t *o)
   o->bind_text = "none";
   o->materialize = 1;
   o->timeout = CLI_TIMEOUT_DEFAULT;
+  o->io = DBUF_IO_POSIX;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
@@ -227,6 +265,16 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     case OPT_FORCE:
       o->force = 1;
       break;
+    case OPT_LOAD:
+      o->load = 1;
+      break;
+    case OPT_IO:
+      if (dbuf_io_parse(optarg, &o->io) != 0) {
+        cli_err("--io: '%s' is not posix, mpiio or mpiio-coll", optarg);
+        return CLI_EXIT_USAGE;
+      }
+      o->io_text = optarg;
+      break;
     case 'h': /* is_help() saw it before MPI started */
       return CLI_EXIT_USAGE;
     default: /* ':' missing value, '?' unknown option */
@@ -246,20 +294,21 @@ parse_opts(int argc, char **argv, run_opts_t *o)
     cli_err("--report: give a file name (the text report goes to stdout)");
     return CLI_EXIT_USAGE;
   }
-  return layout_file_conflict(o);
+  int rc = layout_file_conflict(o);
+  return rc != 0 ? rc : load_conflict(o);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Fault injection for tests (DBUF_FAULT); the library knows nothing of it.  */
 
 typedef struct {
-  int shift, stale, corrupt, kill; /* the rank to hit, or -1 */
+  int shift, stale, corrupt, kill, flip; /* the rank to hit, or -1 */
 } fault_t;
 
 static int
 parse_faults(const char *spec, fault_t *f)
 {
-  f->shift = f->stale = f->corrupt = f->kill = -1;
+  f->shift = f->stale = f->corrupt = f->kill = f->flip = -1;
   if (spec == NULL || *spec == '\0')
     return 0;
   char *copy = strdup(spec), *save = NULL;
@@ -281,9 +330,12 @@ parse_faults(const char *spec, fault_t *f)
         slot = &f->corrupt;
       else if (strcmp(tok, "kill") == 0)
         slot = &f->kill;
+      else if (strcmp(tok, "flip") == 0)
+        slot = &f->flip;
     }
     if (slot == NULL || colon[1] == '\0' || *end != '\0' || r < 0 || r > INT_MAX) {
-      cli_err("DBUF_FAULT: '%s' is not a list of shift:R, stale:R, corrupt:R, kill:R", spec);
+      cli_err("DBUF_FAULT: '%s' is not a list of shift:R, stale:R, corrupt:R, kill:R, "
+                   "flip:R", spec);
       rc = CLI_EXIT_USAGE;
     } else {
       *slot = (int)r;
@@ -293,11 +345,13 @@ parse_faults(const char *spec, fault_t *f)
   return rc;
 }
 
-/* Flip one element of a tensor row near the middle of the segment. */
+/* Flip the first byte of the first tensor element at or after `from` (the
+ * middle of the segment: corrupt; its start, so the rank's first row: flip). */
 static void
-corrupt_one(const dbuf_layout_t *l, int64_t start, int64_t end, void *seg, int64_t es)
+corrupt_one(const dbuf_layout_t *l, int64_t start, int64_t end, int64_t from, void *seg,
+            int64_t es)
 {
-  for (int64_t x = start + (end - start) / 2, n = 0; n < end - start; n++, x++) {
+  for (int64_t x = from, n = 0; n < end - start; n++, x++) {
     if (x >= end)
       x = start;
     int64_t t = -1;
@@ -314,7 +368,29 @@ corrupt_one(const dbuf_layout_t *l, int64_t start, int64_t end, void *seg, int64
 typedef struct {
   double last;
   int quiet;
+  /* --load, rank 0: the job's file bytes, of the buffers before this one and
+   * of this one (its share is estimated as rank 0's own fraction of it). */
+  double t0;
+  int64_t job_total, job_before, buf_total;
 } progress_t;
+
+/* The whole job's load on rank 0: bytes, GB/s and time left. */
+static int
+on_load_progress(int64_t done, int64_t total, void *arg)
+{
+  progress_t *p = arg;
+  double now = MPI_Wtime();
+  if (p->quiet || now - p->last < 1.0 || total <= 0 || p->job_total <= 0)
+    return 0;
+  double est = (double)p->job_before + (double)p->buf_total * (double)done / (double)total;
+  double rate = now > p->t0 ? est / (now - p->t0) : 0;
+  double left = rate > 0 ? ((double)p->job_total - est) / rate : 0;
+  fprintf(stderr, "dbuf-shard: rank 0: %.0f%% (%.0f of %.0f MiB loaded, %.2f GB/s, ETA %.0f s)\n",
+          100.0 * est / (double)p->job_total, est / MIB, (double)p->job_total / MIB, rate / 1e9,
+          left);
+  p->last = now;
+  return 0;
+}
 
 static int
 on_progress(int64_t done, int64_t total, void *arg)
@@ -430,7 +506,8 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
       "option --tp",           "option --pp",            "option --ep",
       "option --expert-tp",    "option --stage",         "option --pp-layers",
       "option --vocab-divisor", "option --naming", "option --units",
-      "option --dtype-map",    "option --force"};
+      "option --dtype-map",    "option --force",         "option --load",
+      "option --io"};
   const char *const values[] = {
       ONOFF(o->check_inputs),
       o->check_inputs && o->plan.shapes ? by_content : o->plan.shapes,
@@ -447,7 +524,7 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
       o->layout_file, nodesz, tp, pp, ep, etp, stage, ppl, vdiv,
       o->plan.par.naming == DBUF_NAMING_MEGATRON ? "megatron" : "hf",
       o->plan.units, o->plan.ndtype_map == 0 ? NULL : dm ? dm : "(out of memory)",
-      ONOFF(o->force)};
+      ONOFF(o->force), ONOFF(o->load), dbuf_io_name(o->io)};
 #undef ONOFF
   _Static_assert(sizeof names / sizeof names[0] == sizeof values / sizeof values[0],
                  "one value per option");
@@ -485,6 +562,8 @@ typedef struct run_buf {
   dbuf_seg_t *seg;            /* this rank's segment, NULL until allocated */
   dbuf_verdict_t vs, vd;      /* structure and data verdicts (agreed) */
   double fill_s;              /* seconds writing the segment */
+  dbuf_comm_load_stats_t ls;  /* --load: the load's figures (agreed totals) */
+  dbuf_load_verdict_t lv;     /* --load: the checkpoint proof (agreed) */
   char name[160];             /* "UNIT/DTYPE", for messages */
 } run_buf_t;
 
@@ -505,6 +584,7 @@ typedef struct run {
   int64_t bytes;              /* this rank's bytes over every buffer, -1 overflow */
   int materialize;
   dbuf_topo_t *topo;
+  dbuf_st_t *st;              /* --load: the checkpoint, opened by every rank */
   run_rank_rec_t rec;
   run_timings_t tm;
   cli_problems_t probs;       /* rank 0: every problem of a broken --layout-file */
@@ -802,7 +882,13 @@ verdict_merge(const run_t *r, dbuf_verdict_t *all, const dbuf_verdict_t *v, cons
 {
   int64_t problems = all->problems + v->problems;
   if (all->code == 0 && v->code != 0) {
+    /* the agreed part only: this rank's own is merged below */
+    int local_ok = all->local_ok;
+    char local_msg[sizeof all->local_msg];
+    memcpy(local_msg, all->local_msg, sizeof local_msg);
     *all = *v;
+    all->local_ok = local_ok;
+    memcpy(all->local_msg, local_msg, sizeof local_msg);
     if (r->nbuf > 1)
       snprintf(all->msg, sizeof all->msg, "buffer %.150s: %.340s", b->name, v->msg);
   }
@@ -1098,18 +1184,69 @@ run_preflight(run_t *r)
   return phase_end(r, nshort > 0 ? CLI_EXIT_FAIL : 0);
 }
 
-/* Write the pattern into buffer b's segment (the corrupt and kill faults
- * act here) and record where its pages are. */
+/* Rank 0's progress: the file bytes of the whole buffer i (0 when its read
+ * plan fails: the load itself then names the problem). */
+static int64_t
+buffer_file_bytes(const run_t *r, int64_t i)
+{
+  const run_buf_t *b = &r->buf[i];
+  dbuf_load_plan_t *p = NULL;
+  dbuf_load_stats_t st;
+  int64_t bytes = 0;
+  if (dbuf_load_plan_create(b->l, 0, dbuf_layout_size(b->l), b->dtype, r->st, &p, NULL) == 0 &&
+      dbuf_load_plan_stats(p, &st) == 0)
+    bytes = st.bytes;
+  dbuf_load_plan_destroy(p);
+  return bytes;
+}
+
+/* --load: every rank opens the checkpoint itself (its headers: the data is
+ * read per buffer), agreed, and the ranks must see the same headers. */
 static int
-fill_buffer(run_t *r, int64_t i, progress_t *pr)
+run_open_checkpoint(run_t *r)
+{
+  if (!r->o.load || !r->materialize)
+    return 0;
+  set_phase(r, "opening the checkpoint");
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  int rc = dbuf_st_open(r->o.plan.safetensors, r->o.plan.nsafetensors, NULL, 0, &r->st, &d);
+  if ((rc = dbuf_comm_agree_diag(r->ctx, rc, &d)) == 0 &&
+      (rc = dbuf_comm_check_inputs(r->ctx, dbuf_st_digest(r->st), 1, &d)) != 0) {
+    char m[DBUF_DIAG_LEN];
+    snprintf(m, sizeof m, "%s", d.msg);
+    snprintf(d.msg, sizeof d.msg, "checkpoint %.150s: %.300s", r->o.plan.safetensors[0], m);
+  }
+  if (rc != 0)
+    cli_err("%s", d.msg);
+  return phase_end(r, cli_exit_code(rc));
+}
+
+/* Write the pattern, or with --load the checkpoint's rows (collective, its
+ * errors agreed into d), into buffer b's segment; the corrupt, flip and
+ * kill faults act here.  Returns 0 or a library code. */
+static int
+fill_buffer(run_t *r, int64_t i, progress_t *pr, dbuf_diag_t *d)
 {
   run_buf_t *b = &r->buf[i];
   double f0 = MPI_Wtime();
-  int rc = dbuf_pattern_fill(b->use, b->start, b->end, dbuf_seg_ptr(b->seg), b->elem_size,
-                             on_progress, pr);
+  int rc;
+  if (r->o.load) {
+    rc = dbuf_comm_load(r->ctx, b->use, b->start, b->end, b->dtype, r->st, dbuf_seg_ptr(b->seg),
+                        b->bytes, r->o.io, on_load_progress, pr, &b->ls, d);
+    pr->job_before += pr->buf_total;
+  } else {
+    rc = dbuf_pattern_fill(b->use, b->start, b->end, dbuf_seg_ptr(b->seg), b->elem_size,
+                           on_progress, pr);
+    snprintf(d->msg, sizeof d->msg, "writing the segment: %s", dbuf_strerror(rc));
+  }
   b->fill_s = MPI_Wtime() - f0;
-  if (rc == 0 && i == r->fault_buf && r->fault.corrupt == r->rank && b->end > b->start)
-    corrupt_one(b->use, b->start, b->end, dbuf_seg_ptr(b->seg), b->elem_size);
+  int hit = rc == 0 && i == r->fault_buf && b->end > b->start;
+  if (hit && r->fault.corrupt == r->rank)
+    corrupt_one(b->use, b->start, b->end, b->start + (b->end - b->start) / 2,
+                dbuf_seg_ptr(b->seg), b->elem_size);
+  if (hit && r->fault.flip == r->rank)
+    corrupt_one(b->use, b->start, b->end, b->start, dbuf_seg_ptr(b->seg), b->elem_size);
   if (i == r->fault_buf && r->fault.kill == r->rank)
     raise(SIGKILL); /* a rank dying mid-run: the launcher must end the job */
   return rc;
@@ -1142,6 +1279,13 @@ segment_record(run_t *r)
   }
   x->fill_s = fill;
   x->gbps = fill > 0 ? (double)r->bytes / fill / 1e9 : 0;
+  for (int64_t i = 0; r->o.load && i < r->nbuf; i++) {
+    const dbuf_load_stats_t *ls = &r->buf[i].ls.local;
+    if (__builtin_add_overflow(x->load_bytes, ls->bytes, &x->load_bytes))
+      x->load_bytes = -1;
+    x->load_s += ls->seconds;
+  }
+  x->load_gbps = x->load_s > 0 && x->load_bytes > 0 ? (double)x->load_bytes / x->load_s / 1e9 : 0;
 }
 
 static int
@@ -1165,7 +1309,12 @@ run_materialize(run_t *r)
   if (r->rank == 0 && !r->o.quiet) {
     dbuf_plan_totals_t tot;
     double gib = dbuf_plan_totals(r->plan, &tot) == 0 ? (double)tot.buffer_bytes / GIB : 0;
-    if (r->nbuf == 1)
+    if (r->o.load)
+      fprintf(stderr,
+              "dbuf-shard: loading %.2f GiB from %" PRId64 " file%s on %d rank%s (io %s)\n", gib,
+              dbuf_st_file_count(r->st), dbuf_st_file_count(r->st) == 1 ? "" : "s", r->size,
+              r->size == 1 ? "" : "s", dbuf_io_name(r->o.io));
+    else if (r->nbuf == 1)
       fprintf(stderr, "dbuf-shard: materializing %.2f GiB on %d ranks\n", gib, r->size);
     else
       fprintf(stderr, "dbuf-shard: materializing %.2f GiB in %" PRId64 " buffers on %d ranks\n",
@@ -1182,11 +1331,23 @@ run_materialize(run_t *r)
   }
   rc = dbuf_comm_agree_diag(r->ctx, d.code, &d);
   if (rc == 0) {
-    progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0};
-    for (int64_t i = 0; i < r->nbuf && rc == 0; i++)
-      rc = fill_buffer(r, i, &pr);
-    snprintf(d.msg, sizeof d.msg, "writing the segment: %s", dbuf_strerror(rc));
-    rc = dbuf_comm_agree_diag(r->ctx, rc, &d);
+    progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0, MPI_Wtime(), 0, 0, 0};
+    for (int64_t i = 0; r->o.load && !pr.quiet && i < r->nbuf; i++)
+      if (__builtin_add_overflow(pr.job_total, buffer_file_bytes(r, i), &pr.job_total))
+        pr.job_total = 0; /* no estimate */
+    for (int64_t i = 0; i < r->nbuf && rc == 0; i++) {
+      if (r->o.load && !pr.quiet)
+        pr.buf_total = buffer_file_bytes(r, i);
+      dbuf_diag_clear(&d);
+      rc = fill_buffer(r, i, &pr, &d);
+      if (rc != 0 && r->o.load && r->nbuf > 1) {
+        char m[DBUF_DIAG_LEN];
+        snprintf(m, sizeof m, "%s", d.msg);
+        snprintf(d.msg, sizeof d.msg, "buffer %s: %.300s", r->buf[i].name, m);
+      }
+    }
+    if (!r->o.load) /* the load agreed on its own errors */
+      rc = dbuf_comm_agree_diag(r->ctx, rc, &d);
   }
   if (rc != 0) {
     cli_err("%s", d.msg);
@@ -1197,7 +1358,49 @@ run_materialize(run_t *r)
   return 0;
 }
 
-/* Every element locally, samples on rank 0, buffer by buffer. */
+/* A load verdict as the run's data verdict of its buffer: the first listed
+ * mismatch is the message; a rank that holds a listed row failed locally. */
+static void
+load_verdict(const run_t *r, const dbuf_load_verdict_t *lv, dbuf_verdict_t *vd)
+{
+  memset(vd, 0, sizeof *vd);
+  vd->code = lv->code;
+  vd->rank = -1;
+  vd->tensor = vd->row = -1;
+  vd->problems = lv->problems;
+  vd->local_ok = 1;
+  if (lv->code == 0)
+    return;
+  if (lv->nlisted > 0) {
+    snprintf(vd->msg, sizeof vd->msg, "%s", lv->listed[0].msg);
+    vd->rank = lv->listed[0].rank;
+    vd->tensor = lv->listed[0].tensor;
+    vd->row = lv->listed[0].row;
+  } else {
+    snprintf(vd->msg, sizeof vd->msg, "%s", lv->msg);
+  }
+  for (int64_t k = 0; k < lv->nlisted && vd->local_ok; k++)
+    if (lv->listed[k].rank == r->rank) {
+      vd->local_ok = 0;
+      snprintf(vd->local_msg, sizeof vd->local_msg, "%s", lv->listed[k].msg);
+    }
+}
+
+/* One buffer's data: the pattern, every element locally and samples on rank
+ * 0; or, with --load, its rows against the checkpoint. */
+static int
+verify_buffer(run_t *r, run_buf_t *b)
+{
+  if (!r->o.load)
+    return dbuf_comm_verify_data(r->ctx, b->use, b->start, b->end, dbuf_seg_ptr(b->seg),
+                                 b->elem_size, SAMPLE_ROWS, &b->vd);
+  int rc = dbuf_comm_verify_load(r->ctx, b->use, b->start, b->end, b->dtype, r->st,
+                                 dbuf_seg_ptr(b->seg), b->bytes, &b->lv);
+  load_verdict(r, &b->lv, &b->vd);
+  return rc;
+}
+
+/* Every buffer's data, buffer by buffer. */
 static int
 run_verify(run_t *r)
 {
@@ -1210,14 +1413,13 @@ run_verify(run_t *r)
       fprintf(stderr, "dbuf-shard: verifying\n");
     for (int64_t i = 0; i < r->nbuf && (rc == 0 || rc == DBUF_EVERIFY); i++) {
       run_buf_t *b = &r->buf[i];
-      int brc = dbuf_comm_verify_data(r->ctx, b->use, b->start, b->end, dbuf_seg_ptr(b->seg),
-                                      b->elem_size, SAMPLE_ROWS, &b->vd);
+      int brc = verify_buffer(r, b);
       verdict_merge(r, &r->vd, &b->vd, b);
       if (brc != 0 && (rc == 0 || brc != DBUF_EVERIFY))
         rc = brc;
     }
     if (rc != 0 && rc != DBUF_EVERIFY) {
-      cli_err("data verification failed: %s", dbuf_strerror(rc));
+      cli_err("data verification failed: %s", r->o.load ? r->vd.msg : dbuf_strerror(rc));
       return phase_end(r, cli_exit_code(rc));
     }
   }
@@ -1286,6 +1488,62 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
   return code;
 }
 
+/* Rank 0, --load: the load over every buffer for the report (the totals of
+ * dbuf_comm_load and the verdicts are agreed, so rank 0 has them all).
+ * Files: those holding a tensor's bytes (every tensor of the checkpoint is
+ * in the plan).  Returns 0, or -1 out of memory (lines freed by the caller
+ * with run_report_lines_free). */
+static int
+load_summary(const run_t *r, run_load_sum_t *ld)
+{
+  memset(ld, 0, sizeof *ld);
+  ld->io = dbuf_io_name(r->o.io);
+  ld->pass = 1;
+  int64_t nf = dbuf_st_file_count(r->st);
+  int64_t nt = dbuf_tensors_count(dbuf_st_tensors(r->st));
+  char *used = calloc((size_t)(nf > 0 ? nf : 1), 1);
+  ld->lines = calloc((size_t)r->nbuf * DBUF_LOAD_MAX_LISTED + 1, sizeof *ld->lines);
+  if (used == NULL || ld->lines == NULL) {
+    free(used);
+    return -1;
+  }
+  for (int64_t i = 0; i < nt; i++) {
+    dbuf_st_info_t in;
+    if (dbuf_st_tensor_info(r->st, i, &in) == 0 && in.data_end > in.data_begin)
+      used[in.file] = 1;
+  }
+  for (int64_t f = 0; f < nf; f++)
+    ld->files += used[f];
+  free(used);
+  /* Sums of agreed figures, each below a file size or the buffers' bytes. */
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    const run_buf_t *b = &r->buf[i];
+    const dbuf_load_stats_t *t = &b->ls.total;
+    ld->tensors += t->tensors;
+    ld->rows += t->rows;
+    ld->bytes += t->bytes;
+    ld->seconds += t->seconds;
+    dbuf_convert_stats_add(&ld->convert, &t->convert);
+    ld->pass &= b->lv.code == 0;
+    ld->problems += b->lv.problems;
+    ld->checked_tensors += b->lv.tensors;
+    ld->checked_rows += b->lv.rows;
+    ld->checked_bytes += b->lv.bytes;
+    for (int64_t k = 0; k < b->lv.nlisted; k++) {
+      char line[DBUF_DIAG_LEN + 200];
+      if (r->nbuf > 1)
+        snprintf(line, sizeof line, "buffer %s: %s", b->name, b->lv.listed[k].msg);
+      else
+        snprintf(line, sizeof line, "%s", b->lv.listed[k].msg);
+      if ((ld->lines[ld->nlines] = strdup(line)) == NULL)
+        return -1;
+      ld->nlines++;
+    }
+  }
+  ld->gbps = ld->seconds > 0 ? (double)ld->bytes / ld->seconds / 1e9 : 0;
+  return 0;
+}
+
 /* The verdict (agreed by the verifications), the records, the report. */
 static int
 run_report(run_t *r)
@@ -1315,17 +1573,25 @@ run_report(run_t *r)
                                 : r->o.plan.units  ? r->o.plan.units
                                                    : "none"};
     char src[1100], **lines = NULL;
+    run_load_sum_t ld;
     snprintf(src, sizeof src, "%s", r->what);
     cli_report_opts(&r->o.plan, src, &s.report);
     int w = !pass && run_report_rank_problems(&s, recs, &lines, &s.nproblem_lines) != 0
                 ? CLI_EXIT_FAIL
                 : CLI_EXIT_OK;
+    if (r->o.load && r->materialize) {
+      if (load_summary(r, &ld) != 0)
+        w = CLI_EXIT_FAIL;
+      s.load = &ld;
+    }
     if (w != 0)
       cli_err("listing the problems: out of memory");
     s.problem_lines = lines;
     w = w ? w : write_report(r, recs, &s);
     code = w > code ? w : code;
     run_report_lines_free(lines, s.nproblem_lines);
+    if (s.load != NULL)
+      run_report_lines_free(ld.lines, ld.nlines);
   }
   free(recs);
   return agree_exit(r->ctx, code);
@@ -1341,6 +1607,7 @@ run_free(run_t *r)
   }
   free(r->buf);
   dbuf_topo_destroy(r->topo);
+  dbuf_st_destroy(r->st);
   dbuf_plan_destroy(r->plan);
   dbuf_plan_destroy(r->planned);
   dbuf_tensors_destroy(r->t);
@@ -1408,7 +1675,7 @@ cmd_run(int argc, char **argv)
 
   if ((code = run_options(&r, argc, argv)) == 0 && (code = run_plan(&r)) == 0 &&
       (code = run_check_inputs(&r)) == 0 && (code = run_layout(&r)) == 0 &&
-      (code = run_materialize(&r)) == 0 && (code = run_verify(&r)) == 0)
+      (code = run_open_checkpoint(&r)) == 0 && (code = run_materialize(&r)) == 0 && (code = run_verify(&r)) == 0)
     code = run_report(&r);
 
   run_free(&r);

@@ -220,6 +220,20 @@ plan_buffer_lines(FILE *f, const run_summary_t *s)
           s->digest);
 }
 
+/* Node i over every buffer: its info (of the first buffer), elements and
+ * bytes summed. */
+static void
+node_sums(const run_summary_t *s, int i, dbuf_node_info_t *in, int64_t *el, int64_t *by)
+{
+  *el = *by = 0;
+  for (int64_t k = 0; k < s->nbuffers; k++) {
+    dbuf_nodes_info(s->buffers[k].nodes, i, in);
+    *el += in->elements;
+    *by += in->bytes;
+  }
+  dbuf_nodes_info(s->buffers[0].nodes, i, in);
+}
+
 /* Several buffers: the nodes with their bytes over every buffer, then the
  * tensors crossing node boundaries, buffer by buffer. */
 static void
@@ -232,13 +246,8 @@ nodes_print_buffers(FILE *f, const run_summary_t *s)
   fprintf(f, "  %-4s %-16s %-10s %16s %10s\n", "node", "host", "ranks", "elements", "bytes");
   for (int i = 0; i < nn; i++) {
     dbuf_node_info_t in;
-    int64_t el = 0, by = 0;
-    for (int64_t k = 0; k < s->nbuffers; k++) {
-      dbuf_nodes_info(s->buffers[k].nodes, i, &in);
-      el += in.elements;
-      by += in.bytes;
-    }
-    dbuf_nodes_info(n0, i, &in);
+    int64_t el, by;
+    node_sums(s, i, &in, &el, &by);
     fprintf(f, "  %-4d %-16s %-10s %16s %10s\n", i, in.name,
             fmt_ranks(rk, sizeof rk, in.ranks, in.nranks), dbuf_report_count(a, sizeof a, el),
             dbuf_report_bytes(b, sizeof b, by));
@@ -262,6 +271,40 @@ static const dbuf_layout_t *
 buf_layout(const run_summary_t *s, int32_t b)
 {
   return b >= 0 && b < s->nbuffers ? s->buffers[b].l : s->buffers[0].l;
+}
+
+/* --load: what was read, per rank and in total, and the proof. */
+static void
+load_lines(FILE *f, const run_summary_t *s, const run_rank_rec_t *recs)
+{
+  const run_load_sum_t *ld = s->load;
+  char a[32], b[32], c[32];
+  fprintf(f, "\nLoad: %" PRId64 " file%s, %" PRId64 " tensors, %s rows, %s read in %.3f s, "
+             "%.2f GB/s, io %s\n",
+          ld->files, ld->files == 1 ? "" : "s", ld->tensors,
+          dbuf_report_count(a, sizeof a, ld->rows), dbuf_report_bytes(b, sizeof b, ld->bytes),
+          ld->seconds, ld->gbps, ld->io);
+  if (ld->convert.values > 0)
+    fprintf(f, "  converted %s values: %" PRId64 " changed, %" PRId64 " overflowed, %" PRId64
+               " subnormal, %" PRId64 " zeroed\n",
+            dbuf_report_count(a, sizeof a, ld->convert.values), ld->convert.changed,
+            ld->convert.overflowed, ld->convert.subnormal, ld->convert.zeroed);
+  fprintf(f, "  %4s %-12s %14s %10s %8s\n", "rank", "host", "bytes read", "seconds", "GB/s");
+  for (int r = 0; r < s->nranks; r++)
+    fprintf(f, "  %4d %-12s %14s %10.3f %8.2f\n", recs[r].rank, recs[r].host,
+            dbuf_report_bytes(c, sizeof c, recs[r].load_bytes), recs[r].load_s,
+            recs[r].load_gbps);
+  if (ld->pass) {
+    fprintf(f, "Load check: PASS: %" PRId64 " tensors, %s rows, %s checked against the "
+               "checkpoint by another rank\n",
+            ld->checked_tensors, dbuf_report_count(a, sizeof a, ld->checked_rows),
+            dbuf_report_bytes(b, sizeof b, ld->checked_bytes));
+    return;
+  }
+  fprintf(f, "Load check: FAIL: %" PRId64 " problem%s\n", ld->problems,
+          ld->problems == 1 ? "" : "s");
+  for (int64_t i = 0; i < ld->nlines; i++)
+    fprintf(f, "  %s\n", ld->lines[i]);
 }
 
 int
@@ -314,12 +357,16 @@ run_report_text(FILE *f, const run_summary_t *s, const run_rank_rec_t *recs,
     cli_nodes_print(f, l, s->buffers[0].nodes);
   else
     nodes_print_buffers(f, s);
+  if (s->load != NULL)
+    load_lines(f, s, recs);
   fprintf(f, "\nTimings: plan %.3f s, broadcast %.3f s, validate %.3f s, materialize %.3f s, "
              "verify %.3f s, total %.3f s\n",
           t->plan, t->broadcast, t->validate, t->materialize, t->verify, t->total);
   if (s->pass)
     fprintf(f, "PASS: every row owned exactly once on %d ranks%s\n", s->nranks,
-            s->materialize ? ", every element verified" : "");
+            s->load != NULL     ? ", every row loaded and checked against the checkpoint"
+            : s->materialize ? ", every element verified"
+                             : "");
   else
     fprintf(f, "FAIL: %s (%" PRId64 " problem%s)\n", s->message, s->problems,
             s->problems == 1 ? "" : "s");
@@ -432,13 +479,8 @@ nodes_json_buffers(const run_summary_t *s, json_t **nodes, json_t **cross)
   int nn = dbuf_nodes_count(s->buffers[0].nodes);
   for (int i = 0; i < nn; i++) {
     dbuf_node_info_t in;
-    int64_t el = 0, by = 0;
-    for (int64_t k = 0; k < s->nbuffers; k++) {
-      dbuf_nodes_info(s->buffers[k].nodes, i, &in);
-      el += in.elements;
-      by += in.bytes;
-    }
-    dbuf_nodes_info(s->buffers[0].nodes, i, &in);
+    int64_t el, by;
+    node_sums(s, i, &in, &el, &by);
     json_t *ranks = json_array();
     for (int k = 0; k < in.nranks; k++)
       json_array_append_new(ranks, json_integer(in.ranks[k]));
@@ -455,6 +497,32 @@ nodes_json_buffers(const run_summary_t *s, json_t **nodes, json_t **cross)
     }
     json_decref(one);
   }
+}
+
+/* --load: the load object. */
+static json_t *
+load_json(const run_summary_t *s, const run_rank_rec_t *recs)
+{
+  const run_load_sum_t *ld = s->load;
+  json_t *problems = json_array(), *ranks = json_array();
+  for (int64_t i = 0; i < ld->nlines; i++)
+    json_array_append_new(problems, json_string(ld->lines[i]));
+  for (int r = 0; r < s->nranks; r++)
+    json_array_append_new(ranks, json_pack("{s:i, s:I, s:f, s:f}", "rank", recs[r].rank,
+                                           "bytes", (json_int_t)recs[r].load_bytes, "seconds",
+                                           recs[r].load_s, "gbps", recs[r].load_gbps));
+  const dbuf_convert_stats_t *c = &ld->convert;
+  return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s, s:o, s:I, s:{s:I, s:I, s:I}, "
+                   "s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
+                   "files", (json_int_t)ld->files, "tensors", (json_int_t)ld->tensors, "rows",
+                   (json_int_t)ld->rows, "bytes", (json_int_t)ld->bytes, "seconds", ld->seconds,
+                   "gbps", ld->gbps, "io", ld->io, "verdict", ld->pass ? "PASS" : "FAIL",
+                   "problems", problems, "problem_count", (json_int_t)ld->problems, "checked",
+                   "tensors", (json_int_t)ld->checked_tensors, "rows",
+                   (json_int_t)ld->checked_rows, "bytes", (json_int_t)ld->checked_bytes,
+                   "convert", "values", (json_int_t)c->values, "changed", (json_int_t)c->changed,
+                   "overflowed", (json_int_t)c->overflowed, "subnormal",
+                   (json_int_t)c->subnormal, "zeroed", (json_int_t)c->zeroed, "ranks", ranks);
 }
 
 char *
@@ -507,6 +575,8 @@ run_report_json(const run_summary_t *s, const run_rank_rec_t *recs, const run_ti
       "crossing", cross, "timings", "plan", t->plan, "broadcast", t->broadcast, "validate",
       t->validate, "materialize", t->materialize, "verify", t->verify, "total", t->total,
       "buffers", buffers_json(s));
+  if (doc != NULL && s->load != NULL)
+    json_object_set_new(doc, "load", load_json(s, recs));
   return dump_doc(doc);
 }
 

@@ -4,6 +4,7 @@
 #ifndef DBUF_CLI_RUN_REPORT_H
 #define DBUF_CLI_RUN_REPORT_H
 
+#include "dbuf/convert.h"
 #include "dbuf/layout.h"
 #include "dbuf/nodes.h"
 #include "dbuf/report.h"
@@ -26,6 +27,8 @@ typedef struct run_rank_rec {
   int32_t first_buf, last_buf; /* the buffers of first and last, -1: none */
   double on_node;           /* fraction of pages on the intended nodes, -1 unknown */
   double fill_s, gbps;
+  int64_t load_bytes;       /* --load: bytes this rank read from the files */
+  double load_s, load_gbps; /* --load: its seconds reading, and GB/s */
   char host[256];
   char cpus[64];            /* CPU binding list */
   char numa[64];            /* intended NUMA nodes ("" none) */
@@ -49,6 +52,19 @@ typedef struct run_buffer_sum {
   dbuf_nodes_t *nodes;        /* its node report */
 } run_buffer_sum_t;
 
+/* --load: the load and its proof over every buffer (rank 0). */
+typedef struct run_load_sum {
+  const char *io;           /* "posix", "mpiio", "mpiio-coll" */
+  int64_t files, tensors, rows, bytes; /* read from the checkpoint */
+  double seconds, gbps;     /* the slowest rank's, summed over the buffers */
+  dbuf_convert_stats_t convert; /* values converted to the buffer dtypes */
+  int pass;
+  int64_t problems;         /* tensors that differ, ranks with non-zero padding */
+  int64_t checked_tensors, checked_rows, checked_bytes; /* by the checking ranks */
+  char **lines;             /* every named mismatch ("buffer B: " with several) */
+  int64_t nlines;
+} run_load_sum_t;
+
 typedef struct run_summary {
   dbuf_report_opts_t report; /* source, dtype, elem_size, align_bytes of the plan */
   int nranks, per_rank;     /* MPI ranks; segments per rank */
@@ -68,6 +84,7 @@ typedef struct run_summary {
   const run_buffer_sum_t *buffers;
   int64_t nbuffers;
   const char *units;        /* the --units text ("none") */
+  const run_load_sum_t *load; /* --load, or NULL */
 } run_summary_t;
 
 /* Version of the report JSON (2: "problems" is the array of problems,

@@ -105,9 +105,10 @@ dbuf__comm_bcast_bytes(dbuf_comm_t *ctx, void *buf, int64_t len, int root)
 }
 
 int
-dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op op)
+dbuf__comm_allreduce_n(dbuf_comm_t *ctx, void *buf, int64_t count, MPI_Datatype type,
+                       int64_t elem_size, MPI_Op op)
 {
-  int64_t per = ctx->chunk / (int64_t)sizeof(int64_t);
+  int64_t per = ctx->chunk / elem_size;
   if (per < 1)
     per = 1;
   for (int64_t done = 0; done < count;) {
@@ -115,12 +116,18 @@ dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op o
     int rc = dbuf_comm_count(count - done < per ? count - done : per, &n);
     if (rc != 0)
       return rc;
-    if (MPI_Allreduce(MPI_IN_PLACE, buf + done, n, MPI_INT64_T, op, ctx->comm) !=
+    if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + done * elem_size, n, type, op, ctx->comm) !=
         MPI_SUCCESS)
       return DBUF_EMPI;
     done += n;
   }
   return 0;
+}
+
+int
+dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op op)
+{
+  return dbuf__comm_allreduce_n(ctx, buf, count, MPI_INT64_T, (int64_t)sizeof *buf, op);
 }
 
 int

@@ -24,7 +24,11 @@ dbuf__mpi(int mpi_rc)
 /* MPI_Bcast of len bytes from root, in pieces of at most ctx->chunk. */
 int dbuf__comm_bcast_bytes(dbuf_comm_t *ctx, void *buf, int64_t len, int root);
 
-/* In-place MPI_Allreduce of count int64 values, in pieces. */
+/* In-place MPI_Allreduce of count values of type (elem_size bytes each), in
+ * pieces of at most the context's chunk. */
+int dbuf__comm_allreduce_n(dbuf_comm_t *ctx, void *buf, int64_t count, MPI_Datatype type,
+                           int64_t elem_size, MPI_Op op);
+/* The same for int64 values. */
 int dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_Op op);
 
 /* Most global arguments one call checks with dbuf__comm_check_args(). */

@@ -17,25 +17,6 @@ wtime(void)
   return MPI_Wtime();
 }
 
-/* In-place MPI_Allreduce of count uint64 values, in pieces (SUM wraps). */
-static int
-allreduce_u64(dbuf_comm_t *ctx, uint64_t *buf, int64_t count, MPI_Op op)
-{
-  int64_t per = ctx->chunk / (int64_t)sizeof(uint64_t);
-  if (per < 1)
-    per = 1;
-  for (int64_t done = 0; done < count;) {
-    int n = 0;
-    int rc = dbuf_comm_count(count - done < per ? count - done : per, &n);
-    if (rc != 0)
-      return rc;
-    if (MPI_Allreduce(MPI_IN_PLACE, buf + done, n, MPI_UINT64_T, op, ctx->comm) != MPI_SUCCESS)
-      return DBUF_EMPI;
-    done += n;
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* MPI-IO readers                                                             */
 
@@ -440,7 +421,7 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
     goto out;
   }
   rows[2 * nt] = bytes_read;
-  if ((rc = allreduce_u64(ctx, sums, 2 * nt, MPI_SUM)) != 0 ||
+  if ((rc = dbuf__comm_allreduce_n(ctx, sums, 2 * nt, MPI_UINT64_T, 8, MPI_SUM)) != 0 ||
       (rc = dbuf__comm_allreduce_i64(ctx, rows, 2 * nt + 1, MPI_SUM)) != 0) {
     v->code = rc;
     goto out;

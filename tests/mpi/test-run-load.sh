@@ -1,0 +1,216 @@
+#!/bin/bash
+# `dbuf-shard run --load`: real weights from checkpoints this script writes
+# (one file, and two shards with an index; BF16, F32 and F16 tensors whose
+# rows straddle rank boundaries; more ranks than rows; a tensor order that is
+# not the file order) at np 1, 2, 4 and 8 under every row layout kind, with
+# --units layer, every --io; a flipped byte named by tensor, row and rank;
+# and every error ending every rank with one line and exit 2.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+
+# ---- the checkpoints ----
+# Random finite values.  In each file the data lies in another order than
+# the header lists the tensors, and in the shards the index lists them in
+# yet another.  Shapes (rows = first dim; a 1-D tensor has one row per
+# element):
+# (even first dims, for --block-size 2)
+#   model.embed_tokens.weight   BF16 14x8  14 rows 224 B   shard 1
+#   model.layers.0.attn.weight  F32   6x5   6 rows 120 B   shard 1
+#   model.layers.0.norm.weight  F16   6     6 rows  12 B   shard 1
+#   model.layers.1.attn.weight  BF16 10x3  10 rows  60 B   shard 2
+#   model.layers.1.mlp.weight   F16  10x4  10 rows  80 B   shard 2
+#   lm_head.weight              F32   2x8   2 rows  64 B   shard 2
+ROWS=48       # 14 + 6 + 6 + 10 + 10 + 2
+BYTES=560     # 224 + 120 + 12 + 60 + 80 + 64
+NARROW=188    # elements not stored as F32: 112 + 6 + 30 + 40
+TO_BF16=92    # elements not stored as BF16: 30 + 16 + 6 + 40
+python3 - "$T" <<'PY'
+import json, os, random, struct, sys
+random.seed(9)
+d = sys.argv[1]
+ts = [("model.embed_tokens.weight", "BF16", [14, 8], 1), ("model.layers.0.attn.weight", "F32", [6, 5], 1),
+      ("model.layers.0.norm.weight", "F16", [6], 1), ("model.layers.1.attn.weight", "BF16", [10, 3], 2),
+      ("model.layers.1.mlp.weight", "F16", [10, 4], 2), ("lm_head.weight", "F32", [2, 8], 2)]
+def data(dt, n):
+    out = b""
+    for _ in range(n):
+        v = random.uniform(-3, 3)
+        f = struct.pack("<f", v)
+        if dt == "F32":
+            out += f
+        elif dt == "BF16":
+            out += f[2:]
+        else:
+            out += struct.pack("<e", v)
+    return out
+def write(path, group):
+    h, blobs, at = {}, [], 0
+    for n, dt, s, _ in reversed(group):     # data in reverse order ...
+        cnt = 1
+        for x in s:
+            cnt *= x
+        b = data(dt, cnt)
+        h[n] = {"dtype": dt, "shape": s, "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    h = dict(sorted(h.items()))              # ... the header by name
+    hj = json.dumps(h).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hj)) + hj + b"".join(blobs))
+random.seed(9)
+write(os.path.join(d, "one.safetensors"), ts)
+os.mkdir(os.path.join(d, "sh"))
+names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+for k in (1, 2):
+    write(os.path.join(d, "sh", names[k - 1]), [t for t in ts if t[3] == k])
+wm = {n: names[k - 1] for n, _, _, k in sorted(ts, key=lambda t: t[0][::-1])}
+with open(os.path.join(d, "sh", "model.safetensors.index.json"), "w") as f:
+    json.dump({"metadata": {}, "weight_map": wm}, f)
+with open(os.path.join(d, "order.txt"), "w") as f:   # the layout's order: by name, reversed
+    f.write("\n".join(sorted((t[0] for t in ts), reverse=True)) + "\n")
+PY
+ONE="$T/one.safetensors"
+IDX="$T/sh/model.safetensors.index.json"
+
+# ---- PASS at np 1, 2, 4 and 8 under every row layout kind ----
+# Each run rotates the input, --io, --units and --order, so every one of them
+# meets several layouts and rank counts.  The figures are the table's.
+ios=(posix mpiio mpiio-coll)
+n=0
+for np in 1 2 4 8; do
+  for kind in padded unpadded compact tensor "padded --block-size 2"; do
+    n=$((n + 1))
+    io=${ios[$((n % 3))]}
+    if [ $((n % 2)) -eq 0 ]; then input=("$IDX"); files=2; else input=("$ONE"); files=1; fi
+    extra=()
+    [ $((n % 4)) -eq 1 ] && extra+=(--units layer)
+    [ $((n % 5)) -eq 2 ] && extra+=(--order "$T/order.txt")
+    what="np $np --layout $kind --io $io ${extra[*]} ($files file(s))"
+    # shellcheck disable=SC2086
+    mpi "$np" --safetensors "${input[@]}" --load --io "$io" --layout $kind "${extra[@]}" -q \
+      --report "$T/r.json"
+    expect_code 0 "$what: exit 0"
+    jq_is "$T/r.json" '[.verdict, .load.verdict, .load.files, .load.tensors, .load.rows, .load.bytes, .load.io, .load.problems]' \
+      "[\"PASS\", \"PASS\", $files, 6, $ROWS, $BYTES, \"$io\", []]" "$what: load figures"
+    jq_is "$T/r.json" '[.load.checked.rows, .load.checked.bytes, ([.load.ranks[].bytes] | add), (.load.ranks | length)]' \
+      "[$ROWS, $BYTES, $BYTES, $np]" "$what: checked by another rank, every byte read once"
+  done
+done
+expect_out_has "Load check: PASS: 6 tensors, $ROWS rows, $BYTES B checked against the checkpoint by another rank" \
+  "the text report's load check"
+
+# ---- --dtype converts on the way in ----
+mpi 2 --safetensors "$IDX" --load --dtype fp32 -q --report "$T/c.json"
+expect_code 0 "--dtype fp32: exit 0"
+jq_is "$T/c.json" '[.load.verdict, .load.bytes, .load.convert.values, .load.convert.changed, .plan.bytes >= 4 * 48]' \
+  "[\"PASS\", $BYTES, $NARROW, 0, true]" "--dtype fp32: every narrow value widened, exactly"
+mpi 2 --safetensors "$ONE" --load --dtype int8 -q --report "$T/e.json"
+expect_code 2 "--dtype int8: exit 2"
+expect_err_has "in $ONE: no conversion from " "--dtype int8: the tensor and file named"
+jq_is "$T/e.json" '[.verdict, has("load")]' '["ERROR", false]' "--dtype int8: no PASS report"
+
+# ---- a flipped byte: caught, named with tensor, row and rank ----
+# One buffer (--dtype fp32): the fault flips the first byte of the rank's
+# first row, which the report's rank record names independently.
+for np in 2 4; do
+  r=$((np - 1))
+  DBUF_FAULT=flip:$r mpi "$np" --safetensors "$ONE" --load --dtype fp32 --layout unpadded -q \
+    --report "$T/f.json"
+  expect_code 1 "flip:$r at np $np: exit 1"
+  name=$(jq -r ".ranks[$r].first.name" "$T/f.json")
+  row=$(jq -r ".ranks[$r].first.row" "$T/f.json")
+  rows=$(jq -r --arg n "$name" '{"model.embed_tokens.weight":14,"model.layers.0.attn.weight":6,"model.layers.0.norm.weight":6,"model.layers.1.attn.weight":10,"model.layers.1.mlp.weight":10,"lm_head.weight":2}[$n]' "$T/f.json")
+  line="tensor $name row $row (rank $r) differs from the checkpoint (1 of its $rows rows differ)"
+  jq_is "$T/f.json" '[.verdict, .load.verdict, .load.problems, .load.problem_count, .message]' \
+    "[\"FAIL\", \"FAIL\", [\"$line\"], 1, \"$line\"]" "flip:$r at np $np: named"
+  expect_err_has "dbuf-shard: $line" "flip:$r at np $np: on stderr"
+  expect_out_has "FAIL: $line (1 problem)" "flip:$r at np $np: the text report"
+done
+
+# ---- errors: one line, exit 2 on every rank, no PASS report ----
+# stopped NP 'message' what ARGS...: exit 2, exactly that line, an ERROR report.
+stopped() {
+  local np=$1 want=$2 what=$3
+  shift 3
+  mpi "$np" "$@" -q --report "$T/s.json"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ]; then pass "$what"; else
+    fail "$what: exit $CODE, stderr '$ERR', want '$want'"; fi
+  jq_is "$T/s.json" '.verdict' '"ERROR"' "$what: the report says ERROR"
+}
+# Usage errors stop the run before --report is checked: no report at all.
+rm -f "$T/s.json"
+mpi 2 --safetensors "$ONE" --load --io fast -q --report "$T/s.json"
+if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --io: 'fast' is not posix, mpiio or mpiio-coll" ] &&
+   [ ! -e "$T/s.json" ]; then pass "bad --io"; else fail "bad --io: exit $CODE, '$ERR'"; fi
+mpi 2 --load -q
+if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --load needs a checkpoint: give --safetensors FILE... or --safetensors INDEX.json" ]; then
+  pass "--load without a checkpoint"; else fail "--load without a checkpoint: exit $CODE, '$ERR'"; fi
+mpi 2 --io mpiio -q
+if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --io applies to --load only" ]; then
+  pass "--io without --load"; else fail "--io without --load: exit $CODE, '$ERR'"; fi
+mpi 2 --safetensors "$ONE" --load --no-materialize -q
+if [ "$CODE" -eq 2 ] && [ "$ERR" = "dbuf-shard: --load writes the segments: drop --no-materialize" ]; then
+  pass "--load --no-materialize"; else fail "--load --no-materialize: exit $CODE, '$ERR'"; fi
+# --load and --io are options every rank must share: rank 0's ARGS0, rank 1's
+# ARGS1 (each a word list), the option and the two values named.
+differs() {
+  local opt=$1 want=$2 got
+  # shellcheck disable=SC2086
+  timed mpirun_in "$MPI_TIMEOUT" -np 1 "$DBUF" --safetensors "$ONE" -q $3 : \
+    -np 1 "$DBUF" --safetensors "$ONE" -q $4 >"$T/stdout" 2>"$T/stderr.all"
+  got=$(grep '^dbuf-shard: ' "$T/stderr.all")
+  if [ "$CODE" -eq 2 ] && [ "$got" = "dbuf-shard: option $opt differs between ranks: $want" ]; then
+    pass "$opt differs between ranks"; else fail "$opt differs: exit $CODE, '$got'"; fi
+}
+differs --load "rank 0 has off, rank 1 has on" "" "--load"
+differs --io "rank 0 has posix, rank 1 has mpiio" "--load" "--load --io mpiio"
+# A missing shard: rank 0 cannot read the checkpoint.
+mkdir -p "$T/miss"
+cp "$IDX" "$T/sh/model-00001-of-00002.safetensors" "$T/miss/"
+mpi 2 --safetensors "$T/miss/model.safetensors.index.json" --load -q
+if [ "$CODE" -eq 2 ] && grep -q "^dbuf-shard: rank 0: .*$T/miss/model-00002-of-00002.safetensors" "$T/stderr" &&
+   [ "$(wc -l <"$T/stderr")" -eq 1 ]; then pass "missing shard: one line naming it and rank 0"; else
+  fail "missing shard: exit $CODE, '$ERR'"; fi
+# A file shorter than its header says.
+head -c $(($(stat -c %s "$ONE") - 7)) "$ONE" >"$T/short.safetensors"
+mpi 2 --safetensors "$T/short.safetensors" --load -q
+if [ "$CODE" -eq 2 ] && grep -q "^dbuf-shard: rank 0: $T/short.safetensors: .*truncated file" "$T/stderr"; then
+  pass "short file: named"; else fail "short file: exit $CODE, '$ERR'"; fi
+# A tensor of the layout missing from the checkpoint: a trainer's layout
+# (--layout-file) with one more tensor than the checkpoint.
+{ python3 -c '
+import json, sys
+h = json.loads(open(sys.argv[1], "rb").read()[8:8 + int.from_bytes(open(sys.argv[1], "rb").read(8), "little")])
+for n in sorted(h):
+    print(n, "x".join(map(str, h[n]["shape"])))' "$ONE"; echo "extra.weight 4x4"; } >"$T/extra.shapes"
+"$DBUF" plan --shapes "$T/extra.shapes" --dp 2 --format json -o "$T/extra.json"
+stopped 2 "dbuf-shard: rank 0: tensor extra.weight: not in the checkpoint" "tensor missing from the checkpoint" \
+  --layout-file "$T/extra.json" --safetensors "$ONE" --load
+# The layout file of the checkpoint's own tensors loads (converted to bf16).
+head -n 6 "$T/extra.shapes" >"$T/own.shapes"
+"$DBUF" plan --shapes "$T/own.shapes" --dp 2 --format json -o "$T/own.json"
+mpi 2 --layout-file "$T/own.json" --safetensors "$ONE" --load -q --report "$T/lf.json"
+jq_is "$T/lf.json" '[.verdict, .load.verdict, .load.rows, .load.bytes, .load.convert.values]' \
+  "[\"PASS\", \"PASS\", $ROWS, $BYTES, $TO_BF16]" "--layout-file --load: F32 and F16 converted to bf16"
+# A file readable on one rank only: the same relative name, another working
+# folder per rank (a node-local copy missing on the second node, or short).
+mkdir -p "$T/w0" "$T/w1" "$T/w2"
+cp "$ONE" "$T/w0/m.safetensors"
+cp "$ONE" "$T/w2/m.safetensors"
+truncate -s -3 "$T/w2/m.safetensors"
+for case in "w1 cannot open" "w2 truncated file"; do
+  set -- $case
+  timed mpirun_in "$MPI_TIMEOUT" -np 1 -wdir "$T/w0" "$DBUF" --safetensors m.safetensors --load -q : \
+    -np 1 -wdir "$T/$1" "$DBUF" --safetensors m.safetensors --load -q >"$T/stdout" 2>"$T/stderr.all"
+  grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
+  if [ "$CODE" -eq 2 ] && [ "$(wc -l <"$T/stderr")" -eq 1 ] &&
+     grep -q "^dbuf-shard: rank 1: m.safetensors: .*$2" "$T/stderr" && ! grep -q PASS "$T/stdout"; then
+    pass "file $2 on rank 1 only: one line naming rank 1 and the file"
+  else
+    fail "file $2 on rank 1 only: exit $CODE, $(cat "$T/stderr")"
+  fi
+done
+
+finish
