@@ -106,7 +106,10 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
            dbuf_load_stats_t *stats, int *agreed, dbuf_diag_t *diag)
 {
   int64_t nf = dbuf_st_file_count(st);
+  /* The context's chunk (tiny in tests, to exercise chunking), at least the
+   * 16 bytes the executor needs, at most its own largest read. */
   int64_t chunk = ctx->chunk < DBUF_LOAD_CHUNK_BYTES ? ctx->chunk : DBUF_LOAD_CHUNK_BYTES;
+  chunk = chunk < 16 ? 16 : chunk;
   int64_t *used = calloc((size_t)(nf > 0 ? 2 * nf : 1), sizeof *used);
   int64_t *done = calloc((size_t)(nf > 0 ? nf : 1), sizeof *done);
   MPI_File *fh = malloc((size_t)(nf > 0 ? nf : 1) * sizeof *fh);
@@ -118,6 +121,7 @@ load_mpiio(dbuf_comm_t *ctx, const dbuf_load_plan_t *plan, const dbuf_st_t *st, 
     used[f] = dbuf_load_plan_uses_file(plan, f);
   if (rc != 0) {
     dbuf_diag_clear(diag);
+    snprintf(diag->msg, sizeof diag->msg, "load: out of memory");
     if (!coll)
       goto out;
   }
@@ -409,8 +413,9 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
   }
   /* Local: padding, loaded sums, the predecessor's rows from the files. */
   rc = dbuf_load_plan_create(l, start, end, dtype, st, &plan, &d);
-  if (rc == 0)
-    rc = dbuf_load_check_zeros(plan, mem, mem_bytes, &bad_off, &nbad_pad);
+  if (rc == 0 && (rc = dbuf_load_check_zeros(plan, mem, mem_bytes, &bad_off, &nbad_pad)) != 0)
+    snprintf(d.msg, sizeof d.msg, "load check: %" PRId64 " bytes of memory for a segment of %" PRId64,
+             mem_bytes, dbuf_load_plan_dst_bytes(plan));
   if (rc == 0)
     rc = dbuf_load_sums_mem(l, start, end, dtype, mem, mem_bytes, sums, rows, &d);
   if (rc == 0)
