@@ -88,6 +88,16 @@ dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags,
   }
 }
 
+/* The whole layout document into b (a string or a streaming buffer). */
+static void
+layout_json(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags)
+{
+  dbuf__sb_printf(b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
+                  DBUF_LAYOUT_JSON_VERSION);
+  dbuf__layout_json_members(b, l, flags, 2);
+  dbuf__sb_printf(b, "\n}\n");
+}
+
 int
 dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
                     size_t *len)
@@ -95,11 +105,19 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
   dbuf__sb_t b = DBUF__SB_INIT;
   if (l == NULL || text == NULL || len == NULL)
     return DBUF_EINVAL;
-  dbuf__sb_printf(&b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
-                  DBUF_LAYOUT_JSON_VERSION);
-  dbuf__layout_json_members(&b, l, flags, 2);
-  dbuf__sb_printf(&b, "\n}\n");
+  layout_json(&b, l, flags);
   return dbuf__sb_finish(&b, text, len);
+}
+
+int
+dbuf_layout_write_json(const dbuf_layout_t *l, unsigned flags, dbuf_write_fn write, void *arg)
+{
+  dbuf__sb_t b;
+  if (l == NULL || write == NULL)
+    return DBUF_EINVAL;
+  dbuf__sb_init_sink(&b, write, arg);
+  layout_json(&b, l, flags);
+  return dbuf__sb_drain(&b);
 }
 
 /* ------------------------------------------------------------------ */
