@@ -71,9 +71,8 @@ simple_format(const char *fmt)
   return 1;
 }
 
-/* Append the decimal digits of v. */
-static void
-append_int(dbuf__sb_t *b, long long v)
+void
+dbuf__sb_int(dbuf__sb_t *b, long long v)
 {
   char d[24];
   int i = (int)sizeof d;
@@ -95,7 +94,7 @@ append_simple(dbuf__sb_t *b, const char *fmt, va_list ap)
   for (const char *q; (q = strchr(p, '%')) != NULL;) {
     dbuf__sb_append(b, p, (size_t)(q - p));
     if (q[1] == 'd') {
-      append_int(b, va_arg(ap, int));
+      dbuf__sb_int(b, va_arg(ap, int));
       p = q + 2;
     } else if (q[1] == 's') {
       const char *str = va_arg(ap, const char *);
@@ -105,7 +104,7 @@ append_simple(dbuf__sb_t *b, const char *fmt, va_list ap)
       dbuf__sb_append(b, "%", 1);
       p = q + 2;
     } else {
-      append_int(b, va_arg(ap, long long));
+      dbuf__sb_int(b, va_arg(ap, long long));
       p = q + 4;
     }
   }

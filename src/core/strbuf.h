@@ -38,6 +38,8 @@ void dbuf__sb_printf(dbuf__sb_t *b, const char *fmt, ...) DBUF__PRINTF(2, 3);
 void dbuf__sb_append(dbuf__sb_t *b, const char *s, size_t n);
 /* Append a NUL-terminated string. */
 void dbuf__sb_puts(dbuf__sb_t *b, const char *s);
+/* Append the decimal digits of v (as "%lld" prints it). */
+void dbuf__sb_int(dbuf__sb_t *b, long long v);
 /* Append n copies of c. */
 void dbuf__sb_fill(dbuf__sb_t *b, char c, size_t n);
 /* Append s as a JSON string literal (quotes included). */
