@@ -148,24 +148,33 @@ moved(const dbuf_layout_t *l, const uint8_t *buf, uint8_t *copy, int64_t es, int
   return b;
 }
 
-/* Rows of more than one block of the pattern's table (1024 columns): the
- * fill matches the oracle from any start, and data moved by a row or by
- * exactly one block is caught element by element, not only per block. */
-START_TEST(test_wide_rows)
+/* A padded layout on 3 ranks of n tensors PREFIX0, PREFIX1, ... of the
+ * shapes (rows x cols, cols 0: 1-D). */
+static dbuf_layout_t *
+layout_3(const int64_t (*shapes)[2], int n, char prefix)
 {
-  static const int64_t shapes[][2] = {{3, 2500}, {5000, 0}, {2, 1024}};
   dbuf_tensors_t *t;
   dbuf_layout_t *l;
   dbuf_layout_params_t p;
   ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-  for (int i = 0; i < 3; i++) {
-    char name[4] = {'W', (char)('0' + i), 0};
+  for (int i = 0; i < n; i++) {
+    char name[4] = {prefix, (char)('0' + i), 0};
     ck_assert_int_eq(dbuf_tensors_add(t, name, shapes[i][1] ? 2 : 1, shapes[i], NULL), 0);
   }
   dbuf_layout_params_init(&p);
   p.nranks = 3;
   ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
   dbuf_tensors_destroy(t);
+  return l;
+}
+
+/* Rows of more than one block of the pattern's table (1024 columns): the
+ * fill matches the oracle from any start, and data moved by a row or by
+ * exactly one block is caught element by element, not only per block. */
+START_TEST(test_wide_rows)
+{
+  static const int64_t shapes[][2] = {{3, 2500}, {5000, 0}, {2, 1024}};
+  dbuf_layout_t *l = layout_3(shapes, 3, 'W');
   int64_t size = dbuf_layout_size(l), off0 = dbuf_layout_offsets(l)[0];
   int64_t off1 = dbuf_layout_offsets(l)[1];
   for (int64_t es = 1; es <= 8; es *= 2) {
@@ -211,6 +220,66 @@ START_TEST(test_wide_rows)
     ck_assert_int_lt(b.col, 16);
     free(copy);
     free(buf);
+  }
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
+/*
+ * Fills of 4 MiB and more take the streaming stores (around the caches):
+ * a 5 MB to 40 MB buffer (odd row length, so rows start at every alignment)
+ * filled whole, from an odd start, and into a pointer off a 16-byte
+ * boundary, equals the oracle element by element and the fill in pieces
+ * under 4 MiB; the verifier passes it and names a corrupted element in the
+ * middle by tensor, row and column.
+ */
+START_TEST(test_large_fill)
+{
+  static const int64_t shapes[][2] = {{777, 0}, {1300, 4001}};
+  dbuf_layout_t *l = layout_3(shapes, 2, 'L');
+  const int64_t size = dbuf_layout_size(l), re = 4001, *off = dbuf_layout_offsets(l);
+  ck_assert_int_ge(size, 4 << 20); /* 4 MiB at one byte an element */
+  for (int64_t es = 1; es <= 8; es *= 2) {
+    uint64_t mask = es == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * es)) - 1;
+    uint8_t *mem = malloc((size_t)(size * es) + 16), *buf = mem + (es < 8 ? es : 0);
+    uint8_t *ref = malloc((size_t)(size * es));
+    ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
+    /* The oracle: tensor offsets and row arithmetic here, padding zero. */
+    int64_t first_wrong = -1;
+    for (int64_t x = 0; x < size && first_wrong < 0; x++) {
+      uint64_t want = 0;
+      if (x >= off[0] && x < off[0] + 777) /* 1-D: rows of one element */
+        want = dbuf_pattern_word(0, x - off[0], 0) & mask;
+      else if (x >= off[1] && x < off[1] + 1300 * re)
+        want = dbuf_pattern_word(1, (x - off[1]) / re, (x - off[1]) % re) & mask;
+      if (load(buf + x * es, es) != want)
+        first_wrong = x;
+    }
+    ck_assert_msg(first_wrong < 0, "es %lld x %lld", (long long)es, (long long)first_wrong);
+    /* In pieces of under 4 MiB (the cached stores), cut off any boundary. */
+    int64_t step = ((int64_t)3 << 20) / es + 7;
+    for (int64_t a = 0; a < size; a += step) {
+      int64_t b = a + step < size ? a + step : size;
+      ck_assert_int_eq(dbuf_pattern_fill(l, a, b, ref + a * es, es, NULL, NULL), 0);
+    }
+    ck_assert(memcmp(ref, buf, (size_t)(size * es)) == 0);
+    /* From an odd start to an odd end, streamed. */
+    ck_assert_int_eq(dbuf_pattern_fill(l, 3, size - 5, buf, es, NULL, NULL), 0);
+    ck_assert(memcmp(ref + 3 * es, buf, (size_t)((size - 8) * es)) == 0);
+    int64_t nbad = -1, x = off[1] + 651 * re + 2222;
+    dbuf_pattern_bad_t bad;
+    ck_assert_int_eq(dbuf_pattern_verify(l, 0, size, ref, es, NULL, NULL, &nbad, &bad), 0);
+    ck_assert_int_eq(nbad, 0);
+    ref[x * es + es - 1] ^= 0x40;
+    ck_assert_int_eq(dbuf_pattern_verify(l, 0, size, ref, es, NULL, NULL, &nbad, &bad), 0);
+    ck_assert_int_eq(nbad, 1);
+    ck_assert_int_eq(bad.offset, x);
+    ck_assert_int_eq(bad.tensor, 1);
+    ck_assert_int_eq(bad.row, 651);
+    ck_assert_int_eq(bad.col, 2222);
+    ck_assert(bad.found == (bad.expected ^ ((uint64_t)0x40 << (8 * (es - 1)))));
+    free(ref);
+    free(mem);
   }
   dbuf_layout_destroy(l);
 }
@@ -265,6 +334,7 @@ main(void)
   tcase_add_loop_test(tc, test_every_corruption_found, 0, 5);
   tcase_add_test(tc, test_args_and_progress);
   tcase_add_test(tc, test_wide_rows);
+  tcase_add_test(tc, test_large_fill);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

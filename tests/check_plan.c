@@ -466,6 +466,124 @@ START_TEST(test_plan_json)
 }
 END_TEST
 
+/* What the streaming writers hand over: the text, the number of chunks and
+ * the largest; fail_at > 0 makes that call fail. */
+typedef struct {
+  char *text;
+  size_t len, cap, biggest;
+  int calls, fail_at;
+} sink_t;
+
+static int
+sink_write(void *arg, const char *data, size_t len)
+{
+  sink_t *s = arg;
+  ck_assert_uint_gt(len, 0);
+  if (++s->calls == s->fail_at)
+    return -1;
+  ck_assert_int_eq(s->fail_at == 0 || s->calls < s->fail_at, 1); /* no call after a failure */
+  if (s->len + len > s->cap) {
+    s->cap = 2 * (s->len + len);
+    ck_assert_ptr_nonnull(s->text = realloc(s->text, s->cap));
+  }
+  memcpy(s->text + s->len, data, len);
+  s->len += len;
+  if (len > s->biggest)
+    s->biggest = len;
+  return 0;
+}
+
+/* The streamed document equals the string one byte for byte, in chunks of
+ * at most 64 KiB. */
+static void
+same_stream(const char *text, size_t len, const sink_t *s)
+{
+  ck_assert_uint_eq(s->len, len);
+  ck_assert_int_eq(memcmp(s->text, text, len), 0);
+  ck_assert_uint_le(s->biggest, (size_t)64 << 10);
+  ck_assert_int_ge(s->calls, (int)(len >> 16));
+}
+
+/* Layout l (or plan p when l is NULL), with and without pieces: streamed
+ * and as one string, the same bytes, holding has. */
+static void
+check_stream(const dbuf_layout_t *l, const dbuf_plan_t *p, const char *has)
+{
+  for (unsigned flags = 0; flags <= DBUF_JSON_PIECES; flags += DBUF_JSON_PIECES) {
+    sink_t s = {0};
+    char *text;
+    size_t len;
+    if (l != NULL) {
+      ck_assert_int_eq(dbuf_layout_to_json(l, flags, &text, &len), 0);
+      ck_assert_int_eq(dbuf_layout_write_json(l, flags, sink_write, &s), 0);
+    } else {
+      ck_assert_int_eq(dbuf_plan_to_json(p, flags, &text, &len), 0);
+      ck_assert_int_eq(dbuf_plan_write_json(p, flags, sink_write, &s), 0);
+    }
+    same_stream(text, len, &s);
+    ck_assert_ptr_nonnull(strstr(s.text, has));
+    free(s.text);
+    free(text);
+  }
+}
+
+/* 10,000 tensors in 100 layers (1-D and 2-D, a name with a quote, a
+ * backslash): the layout and the one-buffer plan
+ * (version 1), with and without pieces, and the plan of one buffer per
+ * layer and dtype (version 2), streamed and as one string. */
+START_TEST(test_plan_json_stream)
+{
+  enum { N = 10000 };
+  dbuf_tensors_t *t;
+  dbuf_units_t *u;
+  dbuf_plan_t *p;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t lp;
+  char name[64];
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < N; i++) {
+    int64_t d[2] = {1 + i % 37, 1 + i % 11};
+    snprintf(name, sizeof name, "model.layers.%d.%s%d.weight", i / 100,
+             i == 5 ? "q\"u\\ote" : "w", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 1 + i % 2, d, NULL), 0);
+    ck_assert_int_eq(dbuf_tensors_set_dtype(t, i, i % 3 ? DBUF_DTYPE_BF16 : DBUF_DTYPE_F32), 0);
+  }
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 7;
+  lp.kind = DBUF_LAYOUT_PADDED;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  check_stream(l, NULL, "\"model.layers.0.q\\\"u\\\\ote5.weight\"");
+  /* One buffer of the unit "all" (version 1, its "dtype" member). */
+  dbuf_layout_t *l1;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l1, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, DBUF_UNIT_ALL, DBUF_DTYPE_F32, l1, NULL, NULL), 0);
+  check_stream(NULL, p, "\"version\": 1,\n  \"dtype\": \"fp32\",");
+  dbuf_plan_destroy(p);
+  /* Version 2: 100 layers x 2 dtypes. */
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(p), 200);
+  check_stream(NULL, p, "\"version\": 2,");
+  /* A failing callback stops the writer: DBUF_EIO, no call after it. */
+  sink_t f = {.fail_at = 2};
+  ck_assert_int_eq(dbuf_plan_write_json(p, 0, sink_write, &f), DBUF_EIO);
+  ck_assert_int_eq(f.calls, 2);
+  f = (sink_t){.fail_at = 1};
+  ck_assert_int_eq(dbuf_layout_write_json(l, 0, sink_write, &f), DBUF_EIO);
+  ck_assert_int_eq(f.calls, 1);
+  free(f.text);
+  ck_assert_int_eq(dbuf_plan_write_json(NULL, 0, sink_write, &f), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_plan_write_json(p, 0, NULL, &f), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_write_json(NULL, 0, sink_write, &f), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_layout_write_json(l, 0, NULL, &f), DBUF_EINVAL);
+  dbuf_plan_destroy(p);
+  dbuf_units_destroy(u);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 START_TEST(test_shapes_dtype_column)
 {
   dbuf_tensors_t *t;
@@ -504,6 +622,7 @@ main(void)
   tcase_add_test(tc, test_plan_many_buffers);
   tcase_add_test(tc, test_shapes_dtype_column);
   tcase_add_test(tc, test_plan_json);
+  tcase_add_test(tc, test_plan_json_stream);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

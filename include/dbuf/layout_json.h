@@ -8,6 +8,8 @@
  *
  * Thread safety: no global state; any thread, one layout shared read-only.
  * Ownership: dbuf_layout_to_json() returns text freed with dbuf_free();
+ * dbuf_layout_write_json() and dbuf_plan_write_json() hand the same text to
+ * a callback in bounded chunks and keep nothing;
  * dbuf_layout_from_json() copies what it needs from the input and returns a
  * layout freed with dbuf_layout_destroy().
  */
@@ -40,6 +42,25 @@ DBUF_EXPORT int dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags,
                                     char **text, size_t *len);
 
 /**
+ * \brief Where the streaming writers hand their text: called with the next
+ * len bytes of the document (len > 0), in order; data is valid only during
+ * the call.  Return 0, or non-zero to stop the writer (DBUF_EIO).
+ */
+typedef int (*dbuf_write_fn)(void *arg, const char *data, size_t len);
+
+/**
+ * \brief Serialize a layout as dbuf_layout_to_json() does, byte for byte,
+ * handing the text to write in chunks of about 64 KiB instead of building
+ * it in memory (the memory used does not grow with the layout).
+ *
+ * Not collective.  On failure part of the document may have been written.
+ * \return 0, or DBUF_EINVAL (NULL l or write), DBUF_ENOMEM, DBUF_EIO (write
+ *   returned non-zero)
+ */
+DBUF_EXPORT int dbuf_layout_write_json(const dbuf_layout_t *l, unsigned flags,
+                                       dbuf_write_fn write, void *arg);
+
+/**
  * \brief Parse a layout JSON document; name is used in messages.
  * \return 0, or DBUF_EPARSE ("NAME:LINE: ...", or no tensors), DBUF_ESHAPE, DBUF_EDUP,
  *   DBUF_EOWNER, DBUF_ENRANKS, DBUF_ELAYOUT, DBUF_EOVERFLOW, DBUF_ENOMEM
@@ -61,6 +82,16 @@ DBUF_EXPORT int dbuf_layout_from_json(const char *name, const char *text,
  */
 DBUF_EXPORT int dbuf_plan_to_json(const dbuf_plan_t *p, unsigned flags, char **text,
                                   size_t *len);
+
+/**
+ * \brief Serialize a plan as dbuf_plan_to_json() does, byte for byte,
+ * through write in chunks of about 64 KiB (see dbuf_layout_write_json()).
+ *
+ * Not collective.  On failure part of the document may have been written.
+ * \return 0, or DBUF_EINVAL (NULL, an empty plan), DBUF_ENOMEM, DBUF_EIO
+ */
+DBUF_EXPORT int dbuf_plan_write_json(const dbuf_plan_t *p, unsigned flags, dbuf_write_fn write,
+                                     void *arg);
 
 /**
  * \brief Parse a layout JSON document of version 1 (one buffer, unit "all",

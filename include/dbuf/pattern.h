@@ -41,7 +41,10 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * \brief Write the pattern of global elements [start, end) into buf.
  *
  * Not collective.  Every byte of buf (end - start) x elem_size bytes long is
- * written exactly once.
+ * written exactly once.  A fill of 4 MiB or more writes around the caches
+ * (non-temporal stores on x86-64, fenced before the call returns), as a
+ * memset of that size does: a first touch then costs no read of the lines
+ * it overwrites.
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
  * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size),

@@ -1,21 +1,30 @@
 /*
  * The memory baselines of the materialize benchmark, on every rank at once:
  *
- *   mpirun -np 2 bench_mem BYTES [ROUNDS]
+ *   mpirun -np 2 bench_mem BYTES [ROUNDS [MODEL]]
  *
  * Each round, on each rank: a segment of BYTES allocated as the service
  * allocates it (dbuf_seg_alloc: bound to the local NUMA nodes, transparent
- * huge pages advised), then, alternately and timed separately (the slowest
- * rank counts, as for the service's phases):
+ * huge pages advised), then, timed separately (the slowest rank counts, as
+ * for the service's phases):
  *   touch  a memset of the fresh segment (first touch + write),
  *   read   a 64-bit sum over the touched bytes,
  *   write  a memset of the touched segment,
- * then the segment is freed.  Rank 0 prints one line per measure with the
- * best and the median GB/s (1e9 bytes) of the rounds, and whether the
- * segments were bound and huge-page advised.
+ * then the segment is freed.  With MODEL (a --model name), each round also
+ * plans the model as the service does by default (padded, bf16, dp = the
+ * number of ranks) and, on a second fresh segment allocated the same way:
+ *   fill   dbuf_pattern_fill of this rank's elements (first touch + pattern),
+ *   verify dbuf_pattern_verify of them;
+ * the fill and the touch alternate which goes first from round to round, so
+ * that both meet the memory in the same state (a VM may have handed freed
+ * memory back to its host, which makes the next first touch slow).  Rank 0
+ * prints one line per measure with the best and the median GB/s (1e9 bytes)
+ * of the rounds, and whether the segments were bound and huge-page advised.
  */
 #include "dbuf/dbuf.h"
 #include "dbuf/mem.h"
+#include "dbuf/models.h"
+#include "dbuf/pattern.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -23,9 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ROUNDS = 64, NMEASURES = 3 };
+enum { MAX_ROUNDS = 64, NMEASURES = 5 };
 
-static const char *const measure_name[NMEASURES] = {"touch", "read", "write"};
+static const char *const measure_name[NMEASURES] = {"touch", "read", "write", "fill", "verify"};
+
+/* This rank's elements of the model's default layout (padded, bf16). */
+typedef struct {
+  dbuf_layout_t *l;
+  int64_t start, end, bad;
+} part_t;
 
 static int
 cmp_double(const void *a, const void *b)
@@ -34,16 +49,16 @@ cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The slowest rank's time of fn, started together. */
+/* The slowest rank's GB/s of fn over bytes, started together. */
 static double
-timed_max(void (*fn)(void *, int64_t, uint64_t *), void *p, int64_t bytes, uint64_t *sink)
+timed_min_gbps(void (*fn)(void *, int64_t, uint64_t *), void *p, int64_t bytes, uint64_t *sink)
 {
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   fn(p, bytes, sink);
-  double t = MPI_Wtime() - t0, tmax = 0;
-  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return tmax;
+  double t = MPI_Wtime() - t0, gbps = t > 0 ? (double)bytes / t / 1e9 : 0, g = 0;
+  MPI_Allreduce(&gbps, &g, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  return g;
 }
 
 static void
@@ -64,18 +79,79 @@ do_sum(void *p, int64_t bytes, uint64_t *sink)
   *sink += s;
 }
 
+static part_t part; /* the model's layout, for do_fill and do_verify */
+
+static void
+do_fill(void *p, int64_t bytes, uint64_t *sink)
+{
+  (void)bytes;
+  if (dbuf_pattern_fill(part.l, part.start, part.end, p, 2, NULL, NULL) != 0)
+    part.bad = -1;
+  *sink += ((volatile unsigned char *)p)[0];
+}
+
+static void
+do_verify(void *p, int64_t bytes, uint64_t *sink)
+{
+  int64_t nbad = 0;
+  (void)bytes;
+  if (dbuf_pattern_verify(part.l, part.start, part.end, p, 2, NULL, NULL, &nbad, NULL) != 0 ||
+      nbad != 0)
+    part.bad = -1;
+  *sink += (uint64_t)nbad;
+}
+
+/* Plan model on nranks as the service does by default; 0 or a code. */
+static int
+plan_part(const char *model, int rank, int nranks, dbuf_diag_t *d)
+{
+  dbuf_tensors_t *t = NULL;
+  dbuf_layout_params_t lp;
+  int rc = dbuf_model_build(model, &t, d);
+  dbuf_layout_params_init(&lp);
+  lp.nranks = nranks;
+  if (rc == 0)
+    rc = dbuf_layout_build(t, &lp, &part.l, d);
+  dbuf_tensors_destroy(t);
+  if (rc == 0) {
+    part.start = dbuf_layout_range(part.l)[rank];
+    part.end = rank + 1 < nranks ? dbuf_layout_range(part.l)[rank + 1] : dbuf_layout_size(part.l);
+  }
+  return rc;
+}
+
+/* A fresh segment of bytes, as the service allocates it; 0 or a code
+ * agreed by every rank (the failing rank prints why). */
+static int
+alloc_seg(dbuf_topo_t *topo, int64_t bytes, int rank, dbuf_seg_t **seg)
+{
+  dbuf_membind_t local = {.kind = DBUF_MEMBIND_LOCAL};
+  dbuf_diag_t d;
+  int rc = dbuf_seg_alloc(topo, bytes, &local, DBUF_SEG_HUGEPAGE, seg, &d), g = 0;
+  MPI_Allreduce(&rc, &g, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rc != 0)
+    fprintf(stderr, "bench_mem: rank %d: %s\n", rank, d.msg);
+  if (g != 0) {
+    dbuf_seg_free(*seg);
+    *seg = NULL;
+  }
+  return g;
+}
+
 int
 main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
-  int rank = 0;
+  int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   char *end = NULL;
   long long bytes = argc > 1 ? strtoll(argv[1], &end, 10) : 0;
   long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 3;
-  if (argc < 2 || *end != '\0' || bytes < 8 || rounds < 1 || rounds > MAX_ROUNDS) {
+  const char *model = argc > 3 ? argv[3] : NULL;
+  if (argc < 2 || argc > 4 || *end != '\0' || bytes < 8 || rounds < 1 || rounds > MAX_ROUNDS) {
     if (rank == 0)
-      fprintf(stderr, "usage: bench_mem BYTES (>= 8) [ROUNDS (1-%d)]\n", MAX_ROUNDS);
+      fprintf(stderr, "usage: bench_mem BYTES (>= 8) [ROUNDS (1-%d) [MODEL]]\n", MAX_ROUNDS);
     MPI_Finalize();
     return 2;
   }
@@ -83,35 +159,62 @@ main(int argc, char **argv)
 
   dbuf_topo_t *topo = NULL;
   dbuf_diag_t d;
-  dbuf_membind_t local = {.kind = DBUF_MEMBIND_LOCAL};
   int rc = dbuf_topo_create(&topo, NULL, &d), bound = 1, huge = 1, g = 0;
+  if (rc == 0 && model != NULL)
+    rc = plan_part(model, rank, nranks, &d);
+  MPI_Allreduce(&rc, &g, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (g != 0) {
+    if (rc != 0)
+      fprintf(stderr, "bench_mem: rank %d: %s\n", rank, d.msg);
+    dbuf_topo_destroy(topo);
+    MPI_Finalize();
+    return 1;
+  }
+  int nm = model != NULL ? NMEASURES : 3;
   double gbps[NMEASURES][MAX_ROUNDS];
   uint64_t sink = 0;
   for (long r = 0; r < rounds; r++) {
-    dbuf_seg_t *seg = NULL;
-    if (rc == 0)
-      rc = dbuf_seg_alloc(topo, bytes, &local, DBUF_SEG_HUGEPAGE, &seg, &d);
-    MPI_Allreduce(&rc, &g, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (g != 0) {
-      if (rc != 0)
-        fprintf(stderr, "bench_mem: rank %d: %s\n", rank, d.msg);
+    /* The fill (with MODEL) first in odd rounds, the touch first in even. */
+    for (int step = 0; step < 2; step++) {
+      dbuf_seg_t *seg = NULL;
+      int fill = model != NULL && step == (r % 2 == 0);
+      if (step == 1 && model == NULL)
+        break;
+      int64_t n = fill ? (part.end - part.start) * 2 : bytes;
+      if (alloc_seg(topo, n > 0 ? n : 1, rank, &seg) != 0) {
+        dbuf_layout_destroy(part.l);
+        dbuf_topo_destroy(topo);
+        MPI_Finalize();
+        return 1;
+      }
+      bound &= dbuf_seg_is_bound(seg);
+      huge &= dbuf_seg_hugepage(seg);
+      void *p = dbuf_seg_ptr(seg);
+      if (fill) {
+        gbps[3][r] = timed_min_gbps(do_fill, p, n, &sink);
+        gbps[4][r] = timed_min_gbps(do_verify, p, n, &sink);
+      } else {
+        gbps[0][r] = timed_min_gbps(do_memset, p, n, &sink);
+        gbps[1][r] = timed_min_gbps(do_sum, p, n, &sink);
+        gbps[2][r] = timed_min_gbps(do_memset, p, n, &sink);
+      }
       dbuf_seg_free(seg);
-      dbuf_topo_destroy(topo);
-      MPI_Finalize();
-      return 1;
     }
-    bound &= dbuf_seg_is_bound(seg);
-    huge &= dbuf_seg_hugepage(seg);
-    void *p = dbuf_seg_ptr(seg);
-    gbps[0][r] = (double)bytes / timed_max(do_memset, p, bytes, &sink) / 1e9;
-    gbps[1][r] = (double)bytes / timed_max(do_sum, p, bytes, &sink) / 1e9;
-    gbps[2][r] = (double)bytes / timed_max(do_memset, p, bytes, &sink) / 1e9;
-    dbuf_seg_free(seg);
+  }
+  int mine = part.bad, worst = 0;
+  MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (worst != 0) {
+    if (rank == 0)
+      fprintf(stderr, "bench_mem: the pattern fill or its verification failed\n");
+    dbuf_layout_destroy(part.l);
+    dbuf_topo_destroy(topo);
+    MPI_Finalize();
+    return 1;
   }
   int all[2] = {bound, huge}, both[2];
   MPI_Allreduce(all, both, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank == 0) {
-    for (int m = 0; m < NMEASURES; m++) {
+    for (int m = 0; m < nm; m++) {
       qsort(gbps[m], (size_t)rounds, sizeof gbps[m][0], cmp_double);
       printf("%s best %.3f median %.3f\n", measure_name[m], gbps[m][rounds - 1],
              gbps[m][rounds / 2]);
@@ -119,6 +222,7 @@ main(int argc, char **argv)
     printf("bound %d hugepage %d bytes %lld rounds %ld sink %llu\n", both[0], both[1], bytes,
            rounds, (unsigned long long)(sink & 1));
   }
+  dbuf_layout_destroy(part.l);
   dbuf_topo_destroy(topo);
   MPI_Finalize();
   return 0;

@@ -24,7 +24,8 @@
 #   3 materialize: fill and verify GB/s of `mpirun -np 2 dbuf-shard` (default
 #     model) beside bench_mem (first touch + memset, 64-bit sum read pass of
 #     the same bytes, allocated bound and huge-page advised like the
-#     service), the two alternated round by round; then the same first
+#     service), the two alternated round by round; the same fill and verify
+#     run by bench_mem itself, alternated with its touch; then the same first
 #     touch after 10 s without a run (a VM may have given the freed memory
 #     back to its host)
 #   4 start-up: `mpirun -np 2 dbuf-shard --no-materialize` beside an MPI
@@ -207,11 +208,12 @@ for ((i = 0; i < mat_rounds; i++)); do
   jq -r '([.ranks[].bytes] | max) as $b | [([.ranks[].gbps] | min), $b / .timings.verify / 1e9,
          $b, ([.ranks[] | .bound and .hugepage] | all)] | @tsv' "$rep" >>"$work/mat.svc"
   bytes=$(tail -n 1 "$work/mat.svc" | cut -f3)
-  $mpirun -np 2 "$build/scripts/bench/bench_mem" "$bytes" 1 >"$work/mat-base-$i.out" \
+  $mpirun -np 2 "$build/scripts/bench/bench_mem" "$bytes" 2 llama-3.2-1b >"$work/mat-base-$i.out" \
     2>"$work/mat-base.err" ||
     { echo "run-all.sh: bench_mem failed (see $work/mat-base.err)" >&2; cat "$work/mat-base.err" >&2; exit 1; }
   awk '/^touch/ { t = $3 } /^read/ { r = $3 } /^write/ { w = $3 } /^bound/ { b = $2 && $4 ? "true" : "false" }
-       END { printf "%s\t%s\t%s\t%s\n", t, r, w, b }' "$work/mat-base-$i.out" >>"$work/mat.base"
+       /^fill/ { f = $3 } /^verify/ { v = $3 }
+       END { printf "%s\t%s\t%s\t%s\t%s\t%s\n", t, r, w, b, f, v }' "$work/mat-base-$i.out" >>"$work/mat.base"
 done
 best() { sort -g -k"$1,$1" "$2" | tail -n 1 | cut -f"$1"; }
 fill=$(best 1 "$work/mat.svc")
@@ -225,6 +227,15 @@ row 3 "fill, $(fmt "$bytes/1e9" %.2f) GB a rank" "$(fmt "$fill" %.2f) GB/s" \
   "first touch + memset $(fmt "$touch_" %.2f) GB/s" "$(ratio "$fill" "$touch_")" "target 0.90x"
 row 3 "verify, $(fmt "$bytes/1e9" %.2f) GB a rank" "$(fmt "$verify" %.2f) GB/s" \
   "64-bit sum read $(fmt "$read_" %.2f) GB/s" "$(ratio "$verify" "$read_")" "target 0.50x"
+# The same fill and verify in bench_mem's own process, alternated with its
+# touch (which goes first changes from round to round): the VM's memory is
+# then in the same state for both.
+bfill=$(best 5 "$work/mat.base")
+bverify=$(best 6 "$work/mat.base")
+row 3 "fill in bench_mem, same process" "$(fmt "$bfill" %.2f) GB/s" \
+  "first touch + memset $(fmt "$touch_" %.2f) GB/s" "$(ratio "$bfill" "$touch_")" "target 0.90x, alternated"
+row 3 "verify in bench_mem, same process" "$(fmt "$bverify" %.2f) GB/s" \
+  "64-bit sum read $(fmt "$read_" %.2f) GB/s" "$(ratio "$bverify" "$read_")" "target 0.50x"
 row 3 "memset of touched memory" "$(fmt "$write_" %.2f) GB/s" "" "" \
   "bound+hugepage: service $svc_ok, baseline $base_ok"
 # On a VM the host may take back memory the guest freed: a first touch long

@@ -74,6 +74,20 @@ int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
 int cli_write_output(const char *path, const char *data, size_t len);
 
 /*
+ * The same output written piece by piece (for documents too large to build
+ * in memory): cli_out_open() creates the temporary file (or takes stdout),
+ * cli_out_write() (a dbuf_write_fn) appends, returning 0 or -1 after a
+ * failed write, and cli_out_close() renames the file into place when ok is
+ * non-zero and every write succeeded, else removes it.  Open and close
+ * return CLI_EXIT_* and print the error (close prints nothing when !ok: the
+ * caller reported why).  Stdout gets its text as it comes.
+ */
+typedef struct cli_out cli_out_t;
+int cli_out_open(const char *path, cli_out_t **out);
+int cli_out_write(void *out, const char *data, size_t len);
+int cli_out_close(cli_out_t *out, int ok);
+
+/*
  * Check early that cli_write_output(path, ...) can create its file (the
  * folder exists and is writable, path is not a folder), by creating and
  * removing the temporary file.  opt names the option in the message

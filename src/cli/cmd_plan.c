@@ -247,47 +247,113 @@ buffer_nodes(FILE *m, const planned_t *pl, int64_t k, int ind)
                       ind < 0 ? 0 : ind);
 }
 
-/* The layout JSON of the plan with each buffer's node members added before
- * its closing line ("\n}\n" for version 1, "\n    }" for version 2: the
- * writer indents nothing else that way, and strings hold no newline). */
+/*
+ * The layout JSON of the plan on its way to the output, with each buffer's
+ * node members added before its closing line ("\n}\n" for version 1,
+ * "\n    }" for version 2: the writer indents nothing else that way, and
+ * strings hold no newline).  The writer hands the text over in chunks; the
+ * end of a chunk that may begin a marker is held back until the next one.
+ */
+typedef struct {
+  const planned_t *pl;
+  cli_out_t *out;
+  const char *marker;
+  size_t mlen;
+  int64_t k;        /* the buffer whose closing line comes next */
+  char *work;       /* held text, then the chunk after it */
+  size_t held, cap; /* bytes held (< mlen), size of work */
+  int rc;           /* CLI_EXIT_* of the node members */
+} splice_t;
+
+/* Buffer k's node members, then the marker, to the output. */
 static int
-plan_json(const planned_t *pl, unsigned flags, char **text, size_t *len)
+splice_nodes(splice_t *s)
 {
-  char *j = NULL, *out = NULL;
-  size_t jlen = 0, outlen = 0;
-  int e = dbuf_plan_to_json(pl->p, flags, &j, &jlen);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (m == NULL) {
+    cli_err("out of memory writing the layout");
+    s->rc = CLI_EXIT_FAIL;
+    return -1;
+  }
+  int rc = buffer_nodes(m, s->pl, s->k, s->pl->v1 ? 2 : 6);
+  if ((fclose(m) != 0 || text == NULL) && rc == 0) {
+    cli_err("out of memory writing the layout");
+    rc = CLI_EXIT_FAIL;
+  }
+  if (rc != 0) {
+    s->rc = rc;
+    free(text);
+    return -1;
+  }
+  int w = cli_out_write(s->out, text, len);
+  free(text);
+  s->k++;
+  return w != 0 ? -1 : cli_out_write(s->out, s->marker, s->mlen);
+}
+
+/* dbuf_write_fn of the layout JSON when node members go in. */
+static int
+splice_write(void *arg, const char *data, size_t len)
+{
+  splice_t *s = arg;
+  if (s->k >= s->pl->nb)
+    return cli_out_write(s->out, data, len);
+  if (s->held + len > s->cap) {
+    char *w = realloc(s->work, s->held + len);
+    if (w == NULL) {
+      cli_err("out of memory writing the layout");
+      s->rc = CLI_EXIT_FAIL;
+      return -1;
+    }
+    s->work = w;
+    s->cap = s->held + len;
+  }
+  memcpy(s->work + s->held, data, len);
+  size_t n = s->held + len, at = 0;
+  const char *end;
+  while (s->k < s->pl->nb && (end = memmem(s->work + at, n - at, s->marker, s->mlen)) != NULL) {
+    size_t e = (size_t)(end - s->work);
+    if (cli_out_write(s->out, s->work + at, e - at) != 0 || splice_nodes(s) != 0)
+      return -1;
+    at = e + s->mlen;
+  }
+  /* Hold back what may begin the next marker. */
+  size_t keep = s->k < s->pl->nb ? s->mlen - 1 : 0;
+  if (keep > n - at)
+    keep = n - at;
+  if (cli_out_write(s->out, s->work + at, n - at - keep) != 0)
+    return -1;
+  memmove(s->work, s->work + n - keep, keep);
+  s->held = keep;
+  return 0;
+}
+
+/* Write the layout JSON of the plan to out (see splice_t), in chunks: the
+ * document is never held in memory whole. */
+static int
+plan_json(const planned_t *pl, unsigned flags, cli_out_t *out)
+{
+  splice_t s = {.pl = pl, .out = out, .marker = pl->v1 ? "\n}\n" : "\n    }"};
+  int e;
+  s.mlen = strlen(s.marker);
+  if (pl->nodes[0] == NULL)
+    e = dbuf_plan_write_json(pl->p, flags, cli_out_write, out);
+  else if ((e = dbuf_plan_write_json(pl->p, flags, splice_write, &s)) == 0 &&
+           cli_out_write(out, s.work, s.held) != 0)
+    e = DBUF_EIO;
+  free(s.work);
+  if (s.rc != 0)
+    return s.rc;
+  if (e == DBUF_EIO) /* a failed write: cli_out_close() names it */
+    return 0;
   if (e != 0) {
     cli_err("%s writing the layout", dbuf_strerror(e));
     return cli_exit_code(e);
   }
-  if (pl->nodes[0] == NULL) {
-    *text = j;
-    *len = jlen;
-    return 0;
-  }
-  FILE *m = open_memstream(&out, &outlen);
-  if (m == NULL) {
-    free(j);
-    cli_err("out of memory writing the layout");
-    return CLI_EXIT_FAIL;
-  }
-  const char *marker = pl->v1 ? "\n}\n" : "\n    }", *at = j;
-  int rc = 0;
-  for (int64_t k = 0; k < pl->nb && rc == 0; k++) {
-    const char *end = strstr(at, marker);
-    assert(end != NULL);
-    fwrite(at, 1, (size_t)(end - at), m);
-    rc = buffer_nodes(m, pl, k, pl->v1 ? 2 : 6);
-    fputs(marker, m);
-    at = end + strlen(marker);
-  }
-  fputs(at, m);
-  free(j);
-  if (take_stream(m, &out, &outlen, text, len) != 0 && rc == 0) {
-    cli_err("out of memory writing the layout");
-    rc = CLI_EXIT_FAIL;
-  }
-  return rc;
+  assert(pl->nodes[0] == NULL || s.k == pl->nb);
+  return 0;
 }
 
 /* The report of buffer k in format rfmt (NULL ro: node figures only), then its
@@ -319,11 +385,12 @@ buffer_text(FILE *m, const planned_t *pl, int64_t k, dbuf_report_format_t rfmt,
   return buffer_nodes(m, pl, k, -1);
 }
 
-/* Plan the tensors the options name and write the report in text/len;
+/* Plan the tensors the options name and write the report in text/len, or
+ * the layout JSON (json) straight to the output path (*text stays NULL);
  * svg_ranks: the ranks an svg draws, or NULL for all. */
 static int
 plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const char *format,
-           unsigned flags, const int *svg_ranks, char **text, size_t *len)
+           unsigned flags, const int *svg_ranks, const char *path, char **text, size_t *len)
 {
   dbuf_tensors_t *t = NULL;
   planned_t pl = {.o = o};
@@ -367,7 +434,12 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
     }
   }
   if (json) {
-    rc = plan_json(&pl, flags, text, len);
+    cli_out_t *w = NULL;
+    if ((rc = cli_out_open(path, &w)) == 0) {
+      rc = plan_json(&pl, flags, w);
+      e = cli_out_close(w, rc == 0);
+      rc = rc != 0 ? rc : e;
+    }
     goto out;
   }
   dbuf_report_opts_t ro;
@@ -438,7 +510,7 @@ plan_stages(cli_plan_opts_t *o, int64_t nstages, dbuf_report_format_t rfmt, cons
     return CLI_EXIT_FAIL;
   for (int64_t s = 0; s < nstages && rc == 0; s++) {
     o->stage = s;
-    if ((rc = plan_block(o, 0, rfmt, format, 0, NULL, &block, &blen)) == 0) {
+    if ((rc = plan_block(o, 0, rfmt, format, 0, NULL, NULL, &block, &blen)) == 0) {
       fprintf(m, "%sstage %lld of %lld:\n", s ? "\n" : "", (long long)s, (long long)nstages);
       fwrite(block, 1, blen, m);
     }
@@ -567,8 +639,8 @@ cmd_plan(int argc, char **argv)
   if (nstages > 1)
     rc = plan_stages(&o, nstages, rfmt, format, &text, &len);
   else
-    rc = plan_block(&o, json, rfmt, format, flags, ranks ? svg_ranks : NULL, &text, &len);
-  if (rc != 0)
+    rc = plan_block(&o, json, rfmt, format, flags, ranks ? svg_ranks : NULL, out, &text, &len);
+  if (rc != 0 || json) /* the JSON is written already */
     goto out;
   rc = cli_write_output(out, text, len);
 out:

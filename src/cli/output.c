@@ -161,41 +161,93 @@ cli_output_check(const char *path, const char *opt)
   return CLI_EXIT_OK;
 }
 
+/* An output being written: stdout, or a temporary file renamed at the end. */
+struct cli_out {
+  const char *path; /* NULL: stdout */
+  char *tmp;
+  int fd;
+  int err; /* errno of the first failed write, 0 when none */
+};
+
+int
+cli_out_open(const char *path, cli_out_t **out)
+{
+  cli_out_t *o = calloc(1, sizeof *o);
+  int code = CLI_EXIT_OK;
+  if (o == NULL) {
+    cli_err("%s: out of memory", path != NULL ? path : "<stdout>");
+    return CLI_EXIT_FAIL;
+  }
+  o->fd = -1;
+  if (path != NULL && strcmp(path, "-") != 0) {
+    o->path = path;
+    if ((o->fd = open_temp(path, path, &o->tmp, &code)) < 0) {
+      free(o);
+      return code;
+    }
+    /* mkstemp creates 0600; give the file the mode open(2) would, 0666
+     * less the umask (umask(2) reads it only by setting it: set it back). */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(o->fd, 0666 & ~mask) != 0)
+      o->err = errno;
+  }
+  *out = o;
+  return CLI_EXIT_OK;
+}
+
+int
+cli_out_write(void *out, const char *data, size_t len)
+{
+  cli_out_t *o = out;
+  if (o->err != 0)
+    return -1;
+  if (o->path == NULL ? fwrite(data, 1, len, stdout) != len : write_all(o->fd, data, len) != 0)
+    o->err = errno != 0 ? errno : EIO;
+  return o->err != 0 ? -1 : 0;
+}
+
+int
+cli_out_close(cli_out_t *o, int ok)
+{
+  int code = CLI_EXIT_OK;
+  if (o == NULL)
+    return CLI_EXIT_OK;
+  if (o->path == NULL) {
+    if ((fflush(stdout) != 0 && o->err == 0) || (ok && o->err != 0)) {
+      cli_err("<stdout>: write failed: %s", strerror(o->err != 0 ? o->err : errno));
+      code = CLI_EXIT_FAIL;
+    }
+    free(o);
+    return code;
+  }
+  if (ok && o->err == 0 && fsync(o->fd) != 0)
+    o->err = errno;
+  if (!ok || o->err != 0) {
+    close(o->fd);
+    unlink(o->tmp);
+    if (ok) {
+      cli_err("%s: write failed: %s", o->path, strerror(o->err));
+      code = CLI_EXIT_FAIL;
+    }
+  } else if (close(o->fd) != 0 || rename(o->tmp, o->path) != 0) {
+    int e = errno;
+    unlink(o->tmp);
+    cli_err("%s: cannot write: %s", o->path, strerror(e));
+    code = CLI_EXIT_FAIL;
+  }
+  free(o->tmp);
+  free(o);
+  return code;
+}
+
 int
 cli_write_output(const char *path, const char *data, size_t len)
 {
-  if (path == NULL || strcmp(path, "-") == 0) {
-    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
-      cli_err("<stdout>: write failed: %s", strerror(errno));
-      return CLI_EXIT_FAIL;
-    }
-    return CLI_EXIT_OK;
-  }
-  char *tmp = NULL;
-  int code = CLI_EXIT_OK;
-  int fd = open_temp(path, path, &tmp, &code);
-  if (fd < 0)
+  cli_out_t *o = NULL;
+  int code = cli_out_open(path, &o);
+  if (code != CLI_EXIT_OK)
     return code;
-  /* mkstemp creates 0600; give the file the mode open(2) would, 0666 less
-   * the umask (umask(2) reads it only by setting it: set it back at once). */
-  mode_t mask = umask(0);
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || write_all(fd, data, len) != 0 ||
-      fsync(fd) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(tmp);
-    cli_err("%s: write failed: %s", path, strerror(e));
-    free(tmp);
-    return CLI_EXIT_FAIL;
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
-    cli_err("%s: cannot write: %s", path, strerror(e));
-    free(tmp);
-    return CLI_EXIT_FAIL;
-  }
-  free(tmp);
-  return CLI_EXIT_OK;
+  cli_out_write(o, data, len);
+  return cli_out_close(o, 1);
 }

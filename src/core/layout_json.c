@@ -30,17 +30,29 @@ dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags,
   for (int r = 0; r < nranks; r++)
     dbuf__sb_printf(b, r ? ", %lld" : "%lld", (long long)range[r]);
   dbuf__sb_printf(b, "],\n%*s\"tensors\": [", ind, "");
+  /* One line a tensor, by appends rather than formats: a million tensors
+   * are a million lines. */
   for (int64_t i = 0; i < n && !b->failed; i++) {
-    dbuf__sb_printf(b, "%s\n%*s{\"name\": ", i ? "," : "", ind + 2, "");
+    if (i)
+      dbuf__sb_append(b, ",", 1);
+    dbuf__sb_append(b, "\n", 1);
+    dbuf__sb_fill(b, ' ', (size_t)ind + 2);
+    dbuf__sb_puts(b, "{\"name\": ");
     dbuf__sb_json_string(b, dbuf_tensors_name(t, i));
-    dbuf__sb_printf(b, ", \"shape\": [");
+    dbuf__sb_puts(b, ", \"shape\": [");
     const int64_t *d = dbuf_tensors_dims(t, i);
-    for (int k = 0; k < dbuf_tensors_ndim(t, i); k++)
-      dbuf__sb_printf(b, k ? ", %lld" : "%lld", (long long)d[k]);
-    dbuf__sb_printf(b, "], \"offset\": %lld", (long long)off[i]);
-    if (owners != NULL)
-      dbuf__sb_printf(b, ", \"owner\": %d", owners[i]);
-    dbuf__sb_printf(b, "}");
+    for (int k = 0; k < dbuf_tensors_ndim(t, i); k++) {
+      if (k)
+        dbuf__sb_append(b, ", ", 2);
+      dbuf__sb_int(b, d[k]);
+    }
+    dbuf__sb_puts(b, "], \"offset\": ");
+    dbuf__sb_int(b, off[i]);
+    if (owners != NULL) {
+      dbuf__sb_puts(b, ", \"owner\": ");
+      dbuf__sb_int(b, owners[i]);
+    }
+    dbuf__sb_append(b, "}", 1);
   }
   if (n)
     dbuf__sb_printf(b, "\n%*s]", ind, "");
@@ -88,6 +100,16 @@ dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags,
   }
 }
 
+/* The whole layout document into b (a string or a streaming buffer). */
+static void
+layout_json(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags)
+{
+  dbuf__sb_printf(b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
+                  DBUF_LAYOUT_JSON_VERSION);
+  dbuf__layout_json_members(b, l, flags, 2);
+  dbuf__sb_printf(b, "\n}\n");
+}
+
 int
 dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
                     size_t *len)
@@ -95,11 +117,19 @@ dbuf_layout_to_json(const dbuf_layout_t *l, unsigned flags, char **text,
   dbuf__sb_t b = DBUF__SB_INIT;
   if (l == NULL || text == NULL || len == NULL)
     return DBUF_EINVAL;
-  dbuf__sb_printf(&b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
-                  DBUF_LAYOUT_JSON_VERSION);
-  dbuf__layout_json_members(&b, l, flags, 2);
-  dbuf__sb_printf(&b, "\n}\n");
+  layout_json(&b, l, flags);
   return dbuf__sb_finish(&b, text, len);
+}
+
+int
+dbuf_layout_write_json(const dbuf_layout_t *l, unsigned flags, dbuf_write_fn write, void *arg)
+{
+  dbuf__sb_t b;
+  if (l == NULL || write == NULL)
+    return DBUF_EINVAL;
+  dbuf__sb_init_sink(&b, write, arg);
+  layout_json(&b, l, flags);
+  return dbuf__sb_drain(&b);
 }
 
 /* ------------------------------------------------------------------ */

@@ -120,14 +120,68 @@ spread(uint64_t b, int64_t es)
 
 typedef uint64_t v4u64 __attribute__((vector_size(32)));
 
-/* dst[0 .. n) = src ^ the eight bytes of pat repeated; n a multiple of the
- * element size, src and dst at element boundaries. */
+/*
+ * Fills of at least STREAM_MIN bytes go around the caches (x86-64: SSE2
+ * non-temporal stores), as memset does for sizes like these: a store that
+ * misses then costs no read of the line it overwrites, and the pattern does
+ * not evict what the caches hold.  Smaller fills stay in the caches, where
+ * the verifier or the caller read them next.
+ */
+#if defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#define STREAM_MIN ((int64_t)4 << 20)
+
+/* dst[h ..) up to the last whole 16 bytes of n by streaming stores, h the
+ * bytes before dst's first 16-byte boundary; returns the bytes written
+ * from 0 (0 when n is too short). */
+static size_t
+xor_stream(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat)
+{
+  size_t h = (size_t)(-(uintptr_t)dst & 15), i;
+  if (n < h + 64)
+    return 0;
+  /* dst is element-aligned, so h is a whole number of elements, and pat
+   * repeats every element: the bytes from h on see pat unchanged. */
+  const uint8_t *pb = (const uint8_t *)&pat;
+  for (i = 0; i < h; i++)
+    dst[i] = src[i] ^ pb[i & 7];
+  __m128i p = _mm_set1_epi64x((long long)pat);
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128((__m128i *)(void *)(dst + i),
+                     _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + i)), p));
+  return i;
+}
+
 static void
-xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat)
+stream_end(void)
+{
+  _mm_sfence(); /* streaming stores are weakly ordered: order them now */
+}
+#else
+#define STREAM_MIN INT64_MAX
+
+static size_t
+xor_stream(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat)
+{
+  (void)dst, (void)src, (void)n, (void)pat;
+  return 0;
+}
+
+static void
+stream_end(void)
+{
+}
+#endif
+
+/* dst[0 .. n) = src ^ the eight bytes of pat repeated; n a multiple of the
+ * element size, src and dst at element boundaries; stream: around the
+ * caches (see STREAM_MIN). */
+static void
+xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat, int stream)
 {
   v4u64 p = {pat, pat, pat, pat};
   uint8_t pb[8];
-  size_t i = 0;
+  size_t i = stream ? xor_stream(dst, src, n, pat) : 0;
   memcpy(pb, &pat, 8);
   for (; i + 32 <= n; i += 32) {
     v4u64 x;
@@ -171,11 +225,12 @@ xor_equal(const uint8_t *a, const uint8_t *src, size_t n, uint64_t pat)
   return (acc[0] | acc[1] | acc[2] | acc[3] | acc1) == 0;
 }
 
-/* Columns [c0, c1) of one row, by blocks: fill (buf written) or compare
- * (buf read; returns 0 on the first block that differs). */
+/* Columns [c0, c1) of one row, by blocks: fill (buf written, streamed
+ * when stream) or compare (buf read; returns 0 on the first block that
+ * differs). */
 static int
 row_cols(const tab_t *t, uint8_t *out, const uint8_t *in, uint64_t base, int64_t c0,
-         int64_t c1)
+         int64_t c1, int stream)
 {
   int64_t es = t->es;
   for (int64_t c = c0; c < c1;) {
@@ -186,7 +241,7 @@ row_cols(const tab_t *t, uint8_t *out, const uint8_t *in, uint64_t base, int64_t
     const uint8_t *src = t->bytes + ((c & (TAB_K - 1)) + block_rot(b)) * es;
     size_t n = (size_t)((ce - c) * es);
     if (out != NULL)
-      xor_copy(out + (c - c0) * es, src, n, spread(b, es));
+      xor_copy(out + (c - c0) * es, src, n, spread(b, es), stream);
     else if (!xor_equal(in + (c - c0) * es, src, n, spread(b, es)))
       return 0;
     c = ce;
@@ -248,7 +303,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
   dbuf_piece_t *pcs = NULL;
   progress_t pr = {progress, arg, 0, (end - start) * elem_size, PROGRESS_STEP};
   tab_t tab; /* 16 KiB: on the stack, so the fill cannot fail for memory */
-  int g;
+  int g, stream = pr.total >= STREAM_MIN;
 
   tab_init(&tab, elem_size);
 
@@ -281,7 +336,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
       for (int64_t at = gb; at < ge;) {
         int64_t take = re - col < ge - at ? re - col : ge - at;
         row_cols(&tab, out + (at - start) * elem_size, NULL, row_base(pc.tensor, row), col,
-                 col + take);
+                 col + take, stream);
         at += take;
         row++;
         col = 0;
@@ -296,6 +351,8 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
     rc = progress_add(&pr, (end - pos) * elem_size);
   }
 out:
+  if (stream)
+    stream_end();
   free(pcs);
   return rc;
 }
@@ -416,7 +473,7 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
         const uint8_t *p = in + (at - start) * elem_size;
         /* Fast pass on the table; the bad columns, if any, located with
          * dbuf_pattern_word() itself. */
-        if (!row_cols(&tab, NULL, p, base, col, col + take)) {
+        if (!row_cols(&tab, NULL, p, base, col, col + take, 0)) {
           for (int64_t i = 0; i < take; i++) {
             uint64_t want = dbuf_pattern_word(id, row, col + i) & mask;
             uint64_t got = load(p + i * elem_size, elem_size);

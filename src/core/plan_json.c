@@ -19,38 +19,56 @@ plan_is_v1(const dbuf_plan_t *p)
          strcmp(b.unit, DBUF_UNIT_ALL) == 0;
 }
 
+/* The whole plan document into b (a string or a streaming buffer). */
+static void
+plan_json(dbuf__sb_t *b, const dbuf_plan_t *p, unsigned flags)
+{
+  dbuf_plan_buffer_t pb;
+  int64_t n = dbuf_plan_nbuffers(p);
+  if (plan_is_v1(p)) {
+    dbuf_plan_buffer(p, 0, &pb);
+    dbuf__sb_printf(b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
+                    DBUF_LAYOUT_JSON_VERSION);
+    if (pb.dtype != DBUF_DTYPE_BF16) /* bf16 is the reader's default */
+      dbuf__sb_printf(b, "  \"dtype\": \"%s\",\n", dbuf_dtype_name(pb.dtype));
+    dbuf__layout_json_members(b, pb.layout, flags, 2);
+    dbuf__sb_printf(b, "\n}\n");
+    return;
+  }
+  dbuf__sb_printf(b,
+                  "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n"
+                  "  \"buffers\": [",
+                  DBUF_PLAN_JSON_VERSION);
+  for (int64_t i = 0; i < n && !b->failed; i++) {
+    dbuf_plan_buffer(p, i, &pb);
+    dbuf__sb_printf(b, "%s\n    {\n      \"unit\": ", i ? "," : "");
+    dbuf__sb_json_string(b, pb.unit);
+    dbuf__sb_printf(b, ",\n      \"dtype\": \"%s\",\n", dbuf_dtype_name(pb.dtype));
+    dbuf__layout_json_members(b, pb.layout, flags, 6);
+    dbuf__sb_printf(b, "\n    }");
+  }
+  dbuf__sb_printf(b, "\n  ]\n}\n");
+}
+
 int
 dbuf_plan_to_json(const dbuf_plan_t *p, unsigned flags, char **text, size_t *len)
 {
   dbuf__sb_t b = DBUF__SB_INIT;
-  dbuf_plan_buffer_t pb;
-  int64_t n = dbuf_plan_nbuffers(p);
-  if (p == NULL || text == NULL || len == NULL || n < 1)
+  if (p == NULL || text == NULL || len == NULL || dbuf_plan_nbuffers(p) < 1)
     return DBUF_EINVAL;
-  if (plan_is_v1(p)) {
-    dbuf_plan_buffer(p, 0, &pb);
-    dbuf__sb_printf(&b, "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n",
-                    DBUF_LAYOUT_JSON_VERSION);
-    if (pb.dtype != DBUF_DTYPE_BF16) /* bf16 is the reader's default */
-      dbuf__sb_printf(&b, "  \"dtype\": \"%s\",\n", dbuf_dtype_name(pb.dtype));
-    dbuf__layout_json_members(&b, pb.layout, flags, 2);
-    dbuf__sb_printf(&b, "\n}\n");
-    return dbuf__sb_finish(&b, text, len);
-  }
-  dbuf__sb_printf(&b,
-                  "{\n  \"format\": \"dbuf-shard-layout\",\n  \"version\": %d,\n"
-                  "  \"buffers\": [",
-                  DBUF_PLAN_JSON_VERSION);
-  for (int64_t i = 0; i < n && !b.failed; i++) {
-    dbuf_plan_buffer(p, i, &pb);
-    dbuf__sb_printf(&b, "%s\n    {\n      \"unit\": ", i ? "," : "");
-    dbuf__sb_json_string(&b, pb.unit);
-    dbuf__sb_printf(&b, ",\n      \"dtype\": \"%s\",\n", dbuf_dtype_name(pb.dtype));
-    dbuf__layout_json_members(&b, pb.layout, flags, 6);
-    dbuf__sb_printf(&b, "\n    }");
-  }
-  dbuf__sb_printf(&b, "\n  ]\n}\n");
+  plan_json(&b, p, flags);
   return dbuf__sb_finish(&b, text, len);
+}
+
+int
+dbuf_plan_write_json(const dbuf_plan_t *p, unsigned flags, dbuf_write_fn write, void *arg)
+{
+  dbuf__sb_t b;
+  if (p == NULL || write == NULL || dbuf_plan_nbuffers(p) < 1)
+    return DBUF_EINVAL;
+  dbuf__sb_init_sink(&b, write, arg);
+  plan_json(&b, p, flags);
+  return dbuf__sb_drain(&b);
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,21 +1,45 @@
 /* The growable string buffer of the core writers. */
 #include "strbuf.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Make room for more bytes plus the terminating NUL. */
+static void
+sb_fail(dbuf__sb_t *b, int code)
+{
+  b->failed = 1;
+  b->code = code;
+}
+
+/* Hand the text held so far to the sink; the buffer is empty after. */
+static int
+sb_flush(dbuf__sb_t *b)
+{
+  if (b->len > 0 && b->sink(b->arg, b->p, b->len) != 0) {
+    sb_fail(b, DBUF_EIO);
+    return -1;
+  }
+  b->len = 0;
+  return 0;
+}
+
+/* Make room for more bytes plus the terminating NUL; a streaming buffer
+ * first hands over its text when the chunk would be full. */
 static int
 sb_reserve(dbuf__sb_t *b, size_t more)
 {
   if (b->failed)
     return -1;
+  if (b->sink != NULL && b->len > 0 && b->len + more >= DBUF__SB_CHUNK &&
+      sb_flush(b) != 0)
+    return -1;
   if (b->cap - b->len > more)
     return 0;
   if (more > SIZE_MAX / 4 - b->len) {
-    b->failed = 1;
+    sb_fail(b, DBUF_ENOMEM);
     return -1;
   }
   size_t cap = b->cap ? b->cap : 4096;
@@ -23,7 +47,7 @@ sb_reserve(dbuf__sb_t *b, size_t more)
     cap *= 2;
   char *np = realloc(b->p, cap);
   if (np == NULL) {
-    b->failed = 1;
+    sb_fail(b, DBUF_ENOMEM);
     return -1;
   }
   b->p = np;
@@ -47,9 +71,8 @@ simple_format(const char *fmt)
   return 1;
 }
 
-/* Append the decimal digits of v. */
-static void
-append_int(dbuf__sb_t *b, long long v)
+void
+dbuf__sb_int(dbuf__sb_t *b, long long v)
 {
   char d[24];
   int i = (int)sizeof d;
@@ -71,7 +94,7 @@ append_simple(dbuf__sb_t *b, const char *fmt, va_list ap)
   for (const char *q; (q = strchr(p, '%')) != NULL;) {
     dbuf__sb_append(b, p, (size_t)(q - p));
     if (q[1] == 'd') {
-      append_int(b, va_arg(ap, int));
+      dbuf__sb_int(b, va_arg(ap, int));
       p = q + 2;
     } else if (q[1] == 's') {
       const char *str = va_arg(ap, const char *);
@@ -81,7 +104,7 @@ append_simple(dbuf__sb_t *b, const char *fmt, va_list ap)
       dbuf__sb_append(b, "%", 1);
       p = q + 2;
     } else {
-      append_int(b, va_arg(ap, long long));
+      dbuf__sb_int(b, va_arg(ap, long long));
       p = q + 4;
     }
   }
@@ -104,7 +127,7 @@ dbuf__sb_printf(dbuf__sb_t *b, const char *fmt, ...)
                       fmt, ap);
     va_end(ap);
     if (n < 0) {
-      b->failed = 1;
+      sb_fail(b, DBUF_ENOMEM);
       return;
     }
     if (b->p && (size_t)n < b->cap - b->len) {
@@ -190,11 +213,32 @@ dbuf__sb_xml(dbuf__sb_t *b, const char *s)
   }
 }
 
+void
+dbuf__sb_init_sink(dbuf__sb_t *b, dbuf__sb_sink_fn sink, void *arg)
+{
+  *b = (dbuf__sb_t)DBUF__SB_INIT;
+  b->sink = sink;
+  b->arg = arg;
+}
+
+int
+dbuf__sb_drain(dbuf__sb_t *b)
+{
+  assert(b->sink != NULL);
+  if (!b->failed)
+    sb_flush(b);
+  /* A writer that marks the buffer failed itself ran out of memory. */
+  int rc = !b->failed ? 0 : b->code != 0 ? b->code : DBUF_ENOMEM;
+  dbuf__sb_free(b);
+  return rc;
+}
+
 int
 dbuf__sb_finish(dbuf__sb_t *b, char **text, size_t *len)
 {
   if (sb_reserve(b, 0) == 0)
     b->p[b->len] = '\0'; /* an empty text gets its NUL too */
+  assert(b->sink == NULL);
   if (b->failed) {
     dbuf__sb_free(b);
     return DBUF_ENOMEM;

@@ -128,4 +128,32 @@ run plan --help
 expect_out_has "[--ranks-per-node K]" "plan --help: usage names --ranks-per-node"
 expect_out_has "named node0, node1, ..." "plan --help: host names of plan"
 
+# ---- a large plan: the layout JSON is written in chunks ----
+# 40 layers of 250 tensors (about 1 MB of JSON, many 64 KiB chunks of the
+# writer): version 1 and version 2 (--units layer) with --ranks-per-node 3
+# are the plain layout JSON with each buffer's "nodes" and "crossing" added,
+# whatever chunk a buffer's closing line falls in.
+awk 'BEGIN { for (i = 0; i < 10000; i++) printf "model.layers.%d.w%d.weight %dx%d\n", i / 250, i, 1 + i % 37, 1 + i % 5 }' \
+  >"$T/big.shapes"
+for units in none layer; do
+  "$DBUF" plan --shapes "$T/big.shapes" --dp 8 --units $units --format json >"$T/plain.json"
+  run plan --shapes "$T/big.shapes" --dp 8 --units $units --ranks-per-node 3 --format json \
+    -o "$T/nodes.json"
+  expect_code 0 "big $units json K=3: exit"
+  if [ $units = none ]; then
+    filter='del(.nodes, .crossing)' count='[.nodes | length]'
+  else
+    filter='del(.buffers[].nodes, .buffers[].crossing)' count='[.buffers[].nodes | length]'
+  fi
+  jq "$filter" "$T/nodes.json" >"$T/a.json"
+  jq . "$T/plain.json" >"$T/b.json"
+  [ "$(stat -c %s "$T/plain.json")" -gt 655360 ] && cmp -s "$T/a.json" "$T/b.json" &&
+    pass "big $units json K=3: the layout itself unchanged" ||
+    fail "big $units json K=3: the layout differs from plain --format json"
+  want=$([ $units = none ] && echo '[3]' || echo "[$(yes 3 | head -n 40 | paste -sd,)]")
+  got=$(jq -c "$count" "$T/nodes.json")
+  [ "$got" = "$want" ] && pass "big $units json K=3: three nodes in every buffer" ||
+    fail "big $units json K=3: nodes per buffer $got, want $want"
+done
+
 finish

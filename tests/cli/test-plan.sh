@@ -216,5 +216,12 @@ CODE=$?
 ERR=$(cat "$T/stderr")
 expect_code 1 "stdout on a full device"
 expect_err "dbuf-shard: <stdout>: write failed: No space left on device" "stdout on a full device: message"
+# The layout JSON is written as it is made: the same line, no other.
+"$DBUF" plan --shapes "$T/seed" --layout unpadded --dp 2 --format json >/dev/full 2>"$T/stderr"
+CODE=$?
+ERR=$(cat "$T/stderr")
+expect_code 1 "json to stdout on a full device"
+expect_err "dbuf-shard: <stdout>: write failed: No space left on device" \
+  "json to stdout on a full device: message"
 
 finish
