@@ -70,7 +70,7 @@ extern "C" {
 /** The 8 magic bytes at the start of every message. */
 #define DBUF_WIRE_MAGIC "DBUFWIRE"
 /** The format version this library writes and reads. */
-#define DBUF_WIRE_VERSION 1
+#define DBUF_WIRE_VERSION 2
 /** Header bytes of version 1. */
 #define DBUF_WIRE_HEADER_BYTES 128
 /** Smallest possible message: a header and the trailer. */
@@ -138,7 +138,7 @@ DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
 /** The 8 magic bytes of a plan message. */
 #define DBUF_WIRE_PLAN_MAGIC "DBUFPLAN"
 /** The plan format version this library writes and reads. */
-#define DBUF_WIRE_PLAN_VERSION 1
+#define DBUF_WIRE_PLAN_VERSION 2
 /** Header bytes of a plan message. */
 #define DBUF_WIRE_PLAN_HEADER_BYTES 64
 /** Smallest plan message: a header and the trailer (no buffers). */
