@@ -26,20 +26,39 @@ enum {
 /* ------------------------------------------------------------------ */
 /* Little-endian words, byte by byte.                                  */
 
+/* n little-endian bytes of v at p, and back. */
+static void
+put_le(uint8_t *p, uint64_t v, int n)
+{
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const uint8_t *p, int n)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
 static void
 put_u64(uint8_t *p, uint64_t v)
 {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
+  put_le(p, v, 8);
 }
 
 static uint64_t
 get_u64(const uint8_t *p)
 {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
+  return get_le(p, 8);
+}
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+  return (uint32_t)get_le(p, 4);
 }
 
 typedef struct {
@@ -69,25 +88,9 @@ w_bytes(writer_t *w, const void *src, int64_t n)
 }
 
 static void
-put_u32(uint8_t *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-
-static void
 w_u32(writer_t *w, uint32_t v)
 {
-  put_u32(w->p + w->pos, v);
+  put_le(w->p + w->pos, v, 4);
   w->pos += 4;
 }
 
