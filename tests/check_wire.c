@@ -607,20 +607,23 @@ START_TEST(test_structural)
 }
 END_TEST
 
-/* The compact format: 1000 tensors of two shapes and names sharing long
- * prefixes travel as 2 shapes, 16-byte records and the names' suffixes. */
+/* The compact format: 5000 tensors of two shapes and names sharing long
+ * prefixes, then one with a 70,000-byte name, travel as 3 shapes, 16-byte
+ * records and the names' suffixes; the digest, hashed a 64 KiB window at a
+ * time without the message, is the message's own checksum. */
 START_TEST(test_compact_size)
 {
+  enum { N = 5000, LONG = 70000 };
   dbuf_tensors_t *t = NULL;
   dbuf_layout_t *l = NULL, *back = NULL;
   dbuf_layout_params_t prm;
   ck_assert_int_eq(dbuf_tensors_create(&t), 0);
   int64_t names = 0;
   char prev[64] = "";
-  for (int i = 0; i < 1000; i++) {
+  for (int i = 0; i < N; i++) {
     char name[64];
     int64_t dims[2] = {i % 2 ? 8 : 4, 16};
-    snprintf(name, sizeof name, "model.layers.%03d.w", i);
+    snprintf(name, sizeof name, "model.layers.%04d.w", i);
     int64_t k = 0;
     while (prev[k] != '\0' && prev[k] == name[k])
       k++;
@@ -628,15 +631,28 @@ START_TEST(test_compact_size)
     snprintf(prev, sizeof prev, "%s", name);
     ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
   }
+  char *lname = malloc(LONG + 1);
+  memset(lname, 'x', LONG);
+  lname[LONG] = '\0';
+  int64_t one = 3;
+  ck_assert_int_eq(dbuf_tensors_add(t, lname, 1, &one, NULL), 0);
+  names += LONG; /* shares nothing with "model..." */
+  free(lname);
   dbuf_layout_params_init(&prm);
   prm.nranks = 4;
   ck_assert_int_eq(dbuf_layout_build(t, &prm, &l, NULL), 0);
   uint8_t *buf;
   int64_t len;
+  uint64_t sum = 0, dig = 1;
   ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
-  ck_assert_int_eq(get64(buf + 88), 2);
-  /* header, 5 sections, 2 shapes of 2 dims, records, names, offsets, range, trailer */
-  ck_assert_int_eq(len, 128 + 5 * 16 + 2 * 20 + 1000 * 16 + names + 1000 * 8 + 5 * 8 + 8);
+  ck_assert_int_eq(get64(buf + 88), 3);
+  /* header, 5 sections, shapes (2 of 2 dims, 1 of 1), records, names,
+   * offsets, range, trailer */
+  ck_assert_int_eq(len, 128 + 5 * 16 + 2 * 20 + 12 + (N + 1) * 16 + names + (N + 1) * 8 +
+                            5 * 8 + 8);
+  ck_assert_int_eq(dbuf_wire_checksum(buf, len, &sum), 0);
+  ck_assert_int_eq(dbuf_wire_digest(l, &dig, NULL), 0);
+  ck_assert(sum == dig);
   ck_assert_int_eq(dbuf_wire_decode(buf, len, &back, NULL), 0);
   assert_same(l, back);
   dbuf_layout_destroy(back);

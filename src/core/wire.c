@@ -43,12 +43,6 @@ get_le(const uint8_t *p, int n)
   return v;
 }
 
-static void
-put_u64(uint8_t *p, uint64_t v)
-{
-  put_le(p, v, 8);
-}
-
 static uint64_t
 get_u64(const uint8_t *p)
 {
@@ -61,48 +55,81 @@ get_u32(const uint8_t *p)
   return (uint32_t)get_le(p, 4);
 }
 
+/* Where a message is written: the whole message in p, or (st set) a
+ * window of WINDOW bytes that is hashed into st whenever it fills, for a
+ * digest without the message in memory. */
+enum { WINDOW = 1 << 16 };
+
 typedef struct {
   uint8_t *p;
-  int64_t pos;
+  int64_t pos;      /* bytes in p */
+  XXH3_state_t *st; /* NULL: p holds the whole message */
+  int64_t hashed;   /* streaming: bytes hashed and dropped from p */
 } writer_t;
+
+/* Room for n bytes (n <= WINDOW): streaming, hash and drop the window. */
+static void
+room(writer_t *w, int64_t n)
+{
+  if (w->st != NULL && w->pos + n > WINDOW) {
+    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
+    w->hashed += w->pos;
+    w->pos = 0;
+  }
+}
+
+static void
+w_le(writer_t *w, uint64_t v, int n)
+{
+  room(w, n);
+  put_le(w->p + w->pos, v, n);
+  w->pos += n;
+}
 
 static void
 w_u64(writer_t *w, uint64_t v)
 {
-  put_u64(w->p + w->pos, v);
-  w->pos += 8;
+  w_le(w, v, 8);
 }
 
 static void
 w_i64(writer_t *w, int64_t v)
 {
-  w_u64(w, (uint64_t)v);
-}
-
-static void
-w_bytes(writer_t *w, const void *src, int64_t n)
-{
-  if (n > 0)
-    memcpy(w->p + w->pos, src, (size_t)n);
-  w->pos += n;
+  w_le(w, (uint64_t)v, 8);
 }
 
 static void
 w_u32(writer_t *w, uint32_t v)
 {
-  put_le(w->p + w->pos, v, 4);
-  w->pos += 4;
+  w_le(w, v, 4);
+}
+
+static void
+w_bytes(writer_t *w, const void *src, int64_t n)
+{
+  if (w->st != NULL && n > WINDOW) { /* a long name: straight into the hash */
+    room(w, WINDOW);
+    XXH3_64bits_update(w->st, src, (size_t)n);
+    w->hashed += n;
+    return;
+  }
+  room(w, n);
+  if (n > 0)
+    memcpy(w->p + w->pos, src, (size_t)n);
+  w->pos += n;
 }
 
 /* ------------------------------------------------------------------ */
 /* Encoding                                                            */
 
-/* The distinct shapes of a tensor list, in order of first use: shape[i] is
- * the index of tensor i's shape, rep[k] the first tensor of shape k. */
+/* The distinct shapes of a tensor list in order of first use: an
+ * open-addressing table (slot: shape index + 1) that grows with the shapes,
+ * so it costs O(shapes), not O(tensors).  rep[k]: the first tensor of shape k. */
 typedef struct {
-  uint32_t *shape;  /* [n] */
-  int64_t *rep;     /* [nshapes] */
-  int64_t nshapes;
+  uint32_t *slot;
+  int64_t nslots; /* a power of two > 2 nshapes */
+  int64_t *rep;
+  int64_t nshapes, cap;
   int64_t dim_words; /* sum of ndim over the distinct shapes */
 } shapes_t;
 
@@ -115,38 +142,80 @@ same_shape(const dbuf_tensors_t *t, int64_t a, int64_t b)
                 (size_t)nd * sizeof(int64_t)) == 0;
 }
 
-/* One pass with an open-addressing table of 2^k >= 2n slots (tensor id + 1). */
+static int64_t
+shape_hash(const dbuf_tensors_t *t, int64_t i)
+{
+  int nd = dbuf_tensors_ndim(t, i);
+  return (int64_t)((XXH3_64bits(dbuf_tensors_dims(t, i), (size_t)nd * sizeof(int64_t)) ^
+                    (uint64_t)nd) >> 1);
+}
+
+/* The slot of tensor i's shape: holding it, or empty. */
+static int64_t
+shapes_slot(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
+{
+  int64_t at = shape_hash(t, i) & (s->nslots - 1);
+  while (s->slot[at] != 0 && !same_shape(t, s->rep[s->slot[at] - 1], i))
+    at = (at + 1) & (s->nslots - 1);
+  return at;
+}
+
+/* The index of tensor i's shape (it is in the table). */
+static uint32_t
+shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
+{
+  return s->slot[shapes_slot(t, s, i)] - 1;
+}
+
+static void
+shapes_free(shapes_t *s)
+{
+  free(s->slot);
+  free(s->rep);
+  memset(s, 0, sizeof *s);
+}
+
+/* Double the table and place every shape again. */
+static int
+shapes_grow(const dbuf_tensors_t *t, shapes_t *s)
+{
+  int64_t cap = s->cap ? 2 * s->cap : 16;
+  int64_t *rep = dbuf__reallocn(s->rep, cap, sizeof *rep);
+  if (rep == NULL)
+    return DBUF_ENOMEM;
+  s->rep = rep;
+  s->cap = cap;
+  uint32_t *slot = dbuf__calloc(4 * cap, sizeof *slot);
+  if (slot == NULL)
+    return DBUF_ENOMEM;
+  free(s->slot);
+  s->slot = slot;
+  s->nslots = 4 * cap;
+  for (int64_t k = 0; k < s->nshapes; k++)
+    s->slot[shapes_slot(t, s, s->rep[k])] = (uint32_t)(k + 1);
+  return 0;
+}
+
 static int
 shapes_build(const dbuf_tensors_t *t, int64_t n, shapes_t *s)
 {
-  int64_t nslots = 2;
-  while (nslots < 2 * n)
-    nslots *= 2; /* n < 2^62: the tensor list holds it */
-  uint32_t *slot = dbuf__calloc(nslots, sizeof *slot);
+  int rc = 0;
   memset(s, 0, sizeof *s);
-  s->shape = dbuf__mallocn(n, sizeof *s->shape);
-  s->rep = dbuf__mallocn(n, sizeof *s->rep);
-  if (slot == NULL || s->shape == NULL || s->rep == NULL || n > UINT32_MAX) {
-    free(slot);
-    free(s->shape);
-    free(s->rep);
-    return n > UINT32_MAX ? DBUF_EOVERFLOW : DBUF_ENOMEM;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    int nd = dbuf_tensors_ndim(t, i);
-    uint64_t h = XXH3_64bits(dbuf_tensors_dims(t, i), (size_t)nd * sizeof(int64_t)) ^ (uint64_t)nd;
-    int64_t at = (int64_t)(h & (uint64_t)(nslots - 1));
-    while (slot[at] != 0 && !same_shape(t, s->rep[slot[at] - 1], i))
-      at = (at + 1) & (nslots - 1);
-    if (slot[at] == 0) {
+  if (n > UINT32_MAX)
+    return DBUF_EOVERFLOW;
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    if (s->nshapes == s->cap && (rc = shapes_grow(t, s)) != 0)
+      break;
+    int64_t at = shapes_slot(t, s, i);
+    if (s->slot[at] == 0) {
       s->rep[s->nshapes] = i;
-      slot[at] = (uint32_t)++s->nshapes;
-      s->dim_words += nd;
+      s->slot[at] = (uint32_t)++s->nshapes;
+      s->dim_words += dbuf_tensors_ndim(t, i);
     }
-    s->shape[i] = slot[at] - 1;
   }
-  free(slot);
-  return 0;
+  if (rc != 0)
+    shapes_free(s);
+  return rc;
 }
 
 /* Bytes the name of tensor i shares with the name of tensor i - 1. */
@@ -162,64 +231,69 @@ name_prefix(const dbuf_tensors_t *t, int64_t i)
   return k;
 }
 
-/* The message's length; every sum checked. */
+/* A layout ready to be written: its shapes, section payloads and length. */
+typedef struct {
+  const dbuf_layout_t *l;
+  shapes_t s;
+  int64_t sec[SEC_COUNT]; /* payload bytes of each section */
+  int nsec;
+  int64_t total;
+} prepared_t;
+
+/* The shapes and every length; every sum checked. */
 static int
-encoded_size(const dbuf_layout_t *l, const shapes_t *s, int64_t *out)
+prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l);
-  int64_t total = DBUF_WIRE_HEADER_BYTES + 8 + 16 * 5, names = 0, w;
-  int rc = 0;
+  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l), names = 0, total;
+  int rc;
+  memset(m, 0, sizeof *m);
+  m->l = l;
+  if ((rc = shapes_build(t, n, &m->s)) != 0)
+    return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
+                      (long long)n);
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    int64_t len = (int64_t)strlen(dbuf_tensors_name(t, i)), pre = name_prefix(t, i);
-    if (len > UINT32_MAX)
-      rc = DBUF_EOVERFLOW;
-    else
-      rc = dbuf__add(names, len - pre, &names);
+    int64_t len = (int64_t)strlen(dbuf_tensors_name(t, i));
+    rc = len > UINT32_MAX ? DBUF_EOVERFLOW : dbuf__add(names, len - name_prefix(t, i), &names);
   }
-  if (rc == 0)
-    rc = dbuf__add(total, names, &total);
-  if (rc == 0 && (rc = dbuf__mul(n, RECORD_BYTES + 8, &w)) == 0) /* records, offsets */
-    rc = dbuf__add(total, w, &total);
-  if (rc == 0)
-    rc = dbuf__add(total, 4 * s->nshapes + 8 * s->dim_words + 8 * (nr + 1), &total);
-  if (rc == 0 && dbuf_layout_owners(l) != NULL)
-    rc = dbuf__add(total, 16 + 4 * n, &total);
+  m->sec[SEC_SHAPES] = 4 * m->s.nshapes + 8 * m->s.dim_words; /* <= 132 n */
+  m->sec[SEC_TENSORS] = RECORD_BYTES * n;                      /* n < 2^32 */
+  m->sec[SEC_NAMES] = names;
+  m->sec[SEC_OFFSETS] = 8 * n;
+  m->sec[SEC_RANGE] = 8 * (nr + 1);
+  m->sec[SEC_OWNERS] = 4 * n;
+  m->nsec = dbuf_layout_owners(l) != NULL ? 6 : 5;
+  total = DBUF_WIRE_HEADER_BYTES + 8;
+  for (int k = SEC_SHAPES; k < SEC_SHAPES + m->nsec && rc == 0; k++)
+    if ((rc = dbuf__add(total, 16, &total)) == 0)
+      rc = dbuf__add(total, m->sec[k], &total);
   if (rc == 0 && (uint64_t)total > SIZE_MAX)
     rc = DBUF_EOVERFLOW;
-  if (rc == 0)
-    *out = total;
-  return rc;
+  if (rc != 0) {
+    shapes_free(&m->s);
+    return dbuf__diag(diag, DBUF_EOVERFLOW, "layout of %lld tensors is too large to serialize",
+                      (long long)n);
+  }
+  m->total = total;
+  return 0;
 }
 
-/* Section header; returns where its length goes (patched by sec_end). */
-static int64_t
-sec_begin(writer_t *w, uint64_t tag)
+/* The message of a prepared layout at w->pos (byte map in dbuf/wire.h);
+ * returns the trailer (the message's checksum).  Not streaming, the
+ * checksums are taken from w->p; streaming, the message starts the stream. */
+static uint64_t
+write_message(const prepared_t *m, writer_t *w)
 {
-  w_u64(w, tag);
-  w_u64(w, 0);
-  return w->pos;
-}
-
-static void
-sec_end(writer_t *w, int64_t at)
-{
-  put_u64(w->p + at - 8, (uint64_t)(w->pos - at));
-}
-
-static void
-write_message(const dbuf_layout_t *l, const shapes_t *s, int64_t total, uint8_t *p,
-              writer_t *w)
-{
+  const dbuf_layout_t *l = m->l;
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
   const int *own = dbuf_layout_owners(l);
-  int64_t n = dbuf_layout_ntensors(l), at;
+  int64_t n = dbuf_layout_ntensors(l), base = w->pos;
   int nr = dbuf_layout_nranks(l);
 
   w_bytes(w, DBUF_WIRE_MAGIC, 8);
   w_u64(w, DBUF_WIRE_VERSION);
-  w_i64(w, total);
+  w_i64(w, m->total);
   w_u64(w, DBUF_WIRE_HEADER_BYTES);
   w_u64(w, (uint64_t)dbuf_layout_kind(l));
   w_i64(w, nr);
@@ -228,88 +302,89 @@ write_message(const dbuf_layout_t *l, const shapes_t *s, int64_t total, uint8_t 
   w_i64(w, dbuf_layout_size(l));
   w_i64(w, n);
   w_u64(w, 0); /* layout flags */
-  w_i64(w, s->nshapes);
-  w_u64(w, own ? 6 : 5);
+  w_i64(w, m->s.nshapes);
+  w_u64(w, (uint64_t)m->nsec);
   w_u64(w, RECORD_BYTES);
   w_u64(w, 0);
-  w_u64(w, XXH3_64bits(p, HDR_SUM_AT));
+  w_u64(w, XXH3_64bits(w->p + base, HDR_SUM_AT)); /* the window holds the header */
 
-  at = sec_begin(w, SEC_SHAPES);
-  for (int64_t k = 0; k < s->nshapes; k++) {
-    int nd = dbuf_tensors_ndim(t, s->rep[k]);
-    const int64_t *dims = dbuf_tensors_dims(t, s->rep[k]);
+  w_u64(w, SEC_SHAPES);
+  w_i64(w, m->sec[SEC_SHAPES]);
+  for (int64_t k = 0; k < m->s.nshapes; k++) {
+    int nd = dbuf_tensors_ndim(t, m->s.rep[k]);
+    const int64_t *dims = dbuf_tensors_dims(t, m->s.rep[k]);
     w_u32(w, (uint32_t)nd);
     for (int d = 0; d < nd; d++)
       w_i64(w, dims[d]);
   }
-  sec_end(w, at);
-  at = sec_begin(w, SEC_TENSORS);
+  w_u64(w, SEC_TENSORS);
+  w_i64(w, m->sec[SEC_TENSORS]);
   for (int64_t i = 0; i < n; i++) {
     int64_t pre = name_prefix(t, i), len = (int64_t)strlen(dbuf_tensors_name(t, i));
-    w_u32(w, s->shape[i]);
+    w_u32(w, shapes_index(t, &m->s, i));
     w_u32(w, (uint32_t)pre);
     w_u32(w, (uint32_t)(len - pre));
     w_u32(w, 0); /* flags */
   }
-  sec_end(w, at);
-  at = sec_begin(w, SEC_NAMES);
+  w_u64(w, SEC_NAMES);
+  w_i64(w, m->sec[SEC_NAMES]);
   for (int64_t i = 0; i < n; i++) {
-    const char *name = dbuf_tensors_name(t, i);
-    int64_t pre = name_prefix(t, i);
-    w_bytes(w, name + pre, (int64_t)strlen(name + pre));
+    const char *name = dbuf_tensors_name(t, i) + name_prefix(t, i);
+    w_bytes(w, name, (int64_t)strlen(name));
   }
-  sec_end(w, at);
-  at = sec_begin(w, SEC_OFFSETS);
+  w_u64(w, SEC_OFFSETS);
+  w_i64(w, m->sec[SEC_OFFSETS]);
   for (int64_t i = 0; i < n; i++)
     w_i64(w, off[i]);
-  sec_end(w, at);
-  at = sec_begin(w, SEC_RANGE);
+  w_u64(w, SEC_RANGE);
+  w_i64(w, m->sec[SEC_RANGE]);
   for (int r = 0; r <= nr; r++)
     w_i64(w, range[r]);
-  sec_end(w, at);
   if (own != NULL) {
-    at = sec_begin(w, SEC_OWNERS);
+    w_u64(w, SEC_OWNERS);
+    w_i64(w, m->sec[SEC_OWNERS]);
     for (int64_t i = 0; i < n; i++)
       w_u32(w, (uint32_t)own[i]);
-    sec_end(w, at);
   }
-  w_u64(w, XXH3_64bits(p, (size_t)w->pos));
+  uint64_t sum;
+  if (w->st != NULL) {
+    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
+    w->hashed += w->pos;
+    w->pos = 0;
+    sum = XXH3_64bits_digest(w->st);
+  } else {
+    sum = XXH3_64bits(w->p + base, (size_t)(w->pos - base));
+  }
+  w_u64(w, sum);
+  return sum;
 }
 
 int
 dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
                  dbuf_diag_t *diag)
 {
-  int64_t total = 0;
-  shapes_t s;
+  prepared_t m;
   int rc;
   if (l == NULL || buf == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if ((rc = shapes_build(dbuf_layout_tensors(l), dbuf_layout_ntensors(l), &s)) != 0)
-    return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
-                      (long long)dbuf_layout_ntensors(l));
-  uint8_t *p = NULL;
-  if (encoded_size(l, &s, &total) != 0)
-    rc = dbuf__diag(diag, DBUF_EOVERFLOW, "layout of %lld tensors is too large to serialize",
-                    (long long)dbuf_layout_ntensors(l));
-  else if ((p = malloc((size_t)total)) == NULL)
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
-                    (long long)total);
-  if (rc == 0) {
-    writer_t w = {p, 0};
-    write_message(l, &s, total, p, &w);
-    if (w.pos != total) /* a bug in encoded_size(), never input */
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
-                      (long long)w.pos, (long long)total);
-  }
-  free(s.shape);
-  free(s.rep);
-  if (rc != 0) {
-    free(p);
+  if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
+  uint8_t *p = malloc((size_t)m.total);
+  if (p == NULL) {
+    shapes_free(&m.s);
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
+                      (long long)m.total);
+  }
+  writer_t w = {p, 0, NULL, 0};
+  write_message(&m, &w);
+  shapes_free(&m.s);
+  if (w.pos != m.total) { /* a bug in prepare(), never input */
+    free(p);
+    return dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
+                      (long long)w.pos, (long long)m.total);
   }
   *buf = p;
-  *len = total;
+  *len = m.total;
   return 0;
 }
 
@@ -645,16 +720,27 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
 int
 dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
 {
-  void *buf;
-  int64_t len;
-  if (digest == NULL)
+  prepared_t m;
+  int rc;
+  if (l == NULL || digest == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  int rc = dbuf_wire_encode(l, &buf, &len, diag);
-  if (rc != 0)
+  if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
-  dbuf_wire_checksum(buf, len, digest);
-  free(buf);
-  return 0;
+  /* The message is hashed as it is written, a window at a time: the
+   * digest costs O(shapes + WINDOW) memory, not the message. */
+  uint8_t *win = malloc(WINDOW);
+  XXH3_state_t *st = XXH3_createState();
+  if (win == NULL || st == NULL || XXH3_64bits_reset(st) != XXH_OK) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
+  } else {
+    writer_t w = {win, 0, st, 0};
+    *digest = write_message(&m, &w);
+    assert(w.hashed + w.pos == m.total);
+  }
+  XXH3_freeState(st);
+  free(win);
+  shapes_free(&m.s);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -664,13 +750,14 @@ enum {
   PLAN_HDR_SUM_AT = 56 /* header checksum word of a plan message */
 };
 
-/* Encode every buffer's layout once; the plan message copies them. */
+/* Every buffer's layout prepared (its shapes and lengths), then written
+ * straight into the one plan message: no second copy of the layouts. */
 static void
-free_msgs(void **msg, int64_t n)
+free_prepared(prepared_t *m, int64_t n)
 {
-  for (int64_t i = 0; msg != NULL && i < n; i++)
-    free(msg[i]);
-  free(msg);
+  for (int64_t i = 0; m != NULL && i < n; i++)
+    shapes_free(&m[i].s);
+  free(m);
 }
 
 int
@@ -679,9 +766,8 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
   if (p == NULL || buf == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   int64_t nb = dbuf_plan_nbuffers(p), total = DBUF_WIRE_PLAN_MIN_BYTES;
-  void **msg = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *msg);
-  int64_t *mlen = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *mlen);
-  int rc = msg == NULL || mlen == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
+  prepared_t *msg = dbuf__calloc(nb, sizeof *msg);
+  int rc = msg == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
   int64_t done = 0;
   for (; rc == 0 && done < nb; done++) {
     dbuf_plan_buffer_t b;
@@ -693,10 +779,10 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
                       (long long)ul, DBUF_WIRE_UNIT_MAX);
       break;
     }
-    if ((rc = dbuf_wire_encode(b.layout, &msg[done], &mlen[done], diag)) != 0)
+    if ((rc = prepare(b.layout, &msg[done], diag)) != 0)
       break;
-    if (dbuf__add(total, 24 + ul, &total) != 0 || dbuf__add(total, mlen[done], &total) != 0 ||
-        (uint64_t)total > SIZE_MAX) {
+    if (dbuf__add(total, 24 + ul, &total) != 0 ||
+        dbuf__add(total, msg[done].total, &total) != 0 || (uint64_t)total > SIZE_MAX) {
       done++;
       rc = dbuf__diag(diag, DBUF_EOVERFLOW, "plan of %lld buffers is too large to serialize",
                       (long long)nb);
@@ -707,7 +793,7 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                     (long long)total);
   if (rc == 0) {
-    writer_t w = {out, 0};
+    writer_t w = {out, 0, NULL, 0};
     w_bytes(&w, DBUF_WIRE_PLAN_MAGIC, 8);
     w_u64(&w, DBUF_WIRE_PLAN_VERSION);
     w_i64(&w, total);
@@ -723,16 +809,15 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
       w_i64(&w, ul);
       w_bytes(&w, b.unit, ul);
       w_u64(&w, (uint64_t)b.dtype);
-      w_i64(&w, mlen[i]);
-      w_bytes(&w, msg[i], mlen[i]);
+      w_i64(&w, msg[i].total);
+      write_message(&msg[i], &w);
     }
     w_u64(&w, XXH3_64bits(out, (size_t)w.pos));
     assert(w.pos == total);
     *buf = out;
     *len = total;
   }
-  free_msgs(msg, done);
-  free(mlen);
+  free_prepared(msg, done);
   return rc;
 }
 
