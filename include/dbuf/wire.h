@@ -145,7 +145,9 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * \brief The identity of a layout: the checksum of its message.
  *
  * Not collective.  Two layouts have the same digest if and only if (up to
- * XXH3 collisions) every field of them is equal.
+ * XXH3 collisions) every field of them is equal.  The message is hashed as
+ * it is written, 64 KiB at a time: O(distinct shapes) memory, not the
+ * message.
  * \return 0, or the errors of dbuf_wire_encode()
  */
 DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,

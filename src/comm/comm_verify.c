@@ -242,8 +242,8 @@ rows_owned(const dbuf_layout_t *l, int64_t t, int64_t a, int64_t b, int64_t *fir
   return rows.nrows - rows.cut_first;
 }
 
-/* 4. Every row owned exactly once, proven by a scan (O(tensors / ranks +
- * log ranks) bytes a rank on the wire).  Under whole-row ownership a rank
+/* 4. Every row owned exactly once, proven by a scan: O(tensors / ranks)
+ * local work and O(log ranks) messages of a few words a rank.  Under whole-row ownership a rank
  * holding [a, b) owns the rows whose first element lies in [a, b): in the
  * layout's offset order they are consecutive.  So the rows are owned once
  * exactly when, rank by rank, each rank's first row is the row after the
@@ -252,8 +252,8 @@ rows_owned(const dbuf_layout_t *l, int64_t t, int64_t a, int64_t b, int64_t *fir
  * end.  Each rank computes its first row, its row count and the row after
  * its last locally (only the tensors meeting its segment); one MPI_Exscan
  * brings it the "row after" of the nearest owning rank below, and one
- * allreduce of two counters (rows owned, rows in the buffer) is the final
- * tally.  A rank's own finding names the row and both ranks. */
+ * allreduce of three counters (rows owned, rows in the buffer, findings) is
+ * the final tally.  A rank's own finding names the row and both ranks. */
 
 /* A row in offset order: tensor id and row; tensor -1 is the buffer's end. */
 typedef struct {
