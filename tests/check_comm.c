@@ -415,6 +415,39 @@ START_TEST(test_structure_shift)
 }
 END_TEST
 
+/* The row proof (a scan over the ranks): the last rank's segment starts one
+ * whole row early (loop 0: that row is owned twice) or late (loop 1: lost).
+ * The cut is on a row start, so the only findings are the neighbour check and
+ * the proof's own: exactly two, both on the corrupt rank, which is named. */
+START_TEST(test_structure_proof)
+{
+  dbuf_comm_t *c = world();
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_UNPADDED, size);
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  dbuf_verdict_t v;
+  int64_t s = dbuf_layout_range(l)[rank], e = dbuf_layout_range(l)[rank + 1], t = -1;
+  int bad = size - 1;
+  ALL_TRUE(e > s); /* the corrupt segment has rows to move */
+  if (rank == bad && _i == 0 && s > 0) {
+    dbuf_layout_tensor_at(l, s - 1, &t);
+    s -= dbuf_tensors_row_elems(ts, t);
+  } else if (rank == bad) {
+    dbuf_layout_tensor_at(l, s, &t);
+    s += dbuf_tensors_row_elems(ts, t);
+  }
+  int rc = dbuf_comm_verify_structure(c, l, 0, s, e, &v);
+  char want[32];
+  snprintf(want, sizeof want, "rank %d: ", bad);
+  ALL_INT_EQ(rc, DBUF_EVERIFY);
+  ALL_INT_EQ(v.rank, bad);
+  ALL_PREFIX(v.msg, want);
+  ALL_HAS(v.msg, " row ");
+  ALL_INT_EQ(v.problems, 2);
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
 /* A rank with a stale plan: named by the layout agreement. */
 START_TEST(test_structure_stale)
 {
@@ -704,6 +737,7 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_gather);
   tcase_add_test(tc, test_structure_ok);
   tcase_add_test(tc, test_structure_shift);
+  tcase_add_loop_test(tc, test_structure_proof, 0, 2);
   tcase_add_loop_test(tc, test_structure_stale, 0, 2);
   tcase_add_loop_test(tc, test_data, 0, 3);
   tcase_add_test(tc, test_create_agreed);

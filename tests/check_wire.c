@@ -287,6 +287,15 @@ START_TEST(test_magic_version_kind)
   put64(buf + 8, DBUF_WIRE_VERSION + 1); /* a future version, properly sealed */
   reseal(buf, len);
   ck_assert_int_eq(decode_rc(buf, len), DBUF_EVERSION);
+  put64(buf + 8, 1); /* the format before the compact one */
+  reseal(buf, len);
+  {
+    dbuf_layout_t *old = NULL;
+    dbuf_diag_t dv;
+    ck_assert_int_eq(dbuf_wire_decode(buf, len, &old, &dv), DBUF_EVERSION);
+    ck_assert_str_eq(dv.msg, "wire: format version 1, this build reads only version 2 "
+                             "(every rank must run the same dbuf-shard)");
+  }
   put64(buf + 8, 0);
   reseal(buf, len);
   ck_assert_int_eq(decode_rc(buf, len), DBUF_EVERSION);
@@ -323,17 +332,17 @@ START_TEST(test_forged_fields)
       {40, (uint64_t)1 << 40, DBUF_EFORMAT},      /* nranks past INT_MAX */
       {40, 4, DBUF_EFORMAT},                      /* RANGE section too short */
       {72, (uint64_t)1 << 60, DBUF_EFORMAT},      /* absurd tensor count */
+      {72, (uint64_t)1 << 61, DBUF_EFORMAT},      /* count x record bytes overflows */
       {72, (uint64_t)-1, DBUF_EFORMAT},           /* negative tensor count */
       {72, 4, DBUF_EFORMAT},                      /* fewer tensors than recorded */
       {64, 12345, DBUF_ELAYOUT},                  /* size != range end */
       {80, 1, DBUF_EFORMAT},                      /* unknown layout flags */
-      {88, 1, DBUF_EFORMAT},                      /* too few per-tensor words */
-      {96, 3, DBUF_EFORMAT},                      /* a section left unread */
-      {96, 5, DBUF_EFORMAT},                      /* one section too many */
+      {88, (uint64_t)1 << 62, DBUF_EFORMAT},      /* absurd shape count */
+      {104, (uint64_t)1 << 62, DBUF_EFORMAT},     /* absurd record bytes */
+      {96, 5, DBUF_EFORMAT},                      /* a section left unread */
+      {96, 7, DBUF_EFORMAT},                      /* one section too many */
       {24, 64, DBUF_EFORMAT},                     /* header length */
-      {136, (uint64_t)1 << 62, DBUF_EFORMAT},     /* TENSORS payload length */
-      {144, 0, DBUF_EFORMAT},                     /* first name length 0 */
-      {144, 1000, DBUF_EFORMAT},                  /* first name length too long */
+      {136, (uint64_t)1 << 62, DBUF_EFORMAT},     /* SHAPES payload length */
   };
   for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
     uint8_t *c = malloc((size_t)len);
@@ -346,20 +355,6 @@ START_TEST(test_forged_fields)
                   dbuf_err_name(forged[i].want));
     free(c);
   }
-  /* An owner out of range. */
-  uint8_t *c = malloc((size_t)len);
-  memcpy(c, buf, (size_t)len);
-  put64(c + len - 16, 7);
-  reseal(c, len);
-  ck_assert_int_eq(decode_rc(c, len), DBUF_EOWNER);
-  /* A duplicate name: P1 -> P0 (same length). */
-  memcpy(c, buf, (size_t)len);
-  uint8_t *p1 = memmem(c + 128, (size_t)len - 128, "P1", 2);
-  ck_assert_ptr_nonnull(p1);
-  p1[1] = '0';
-  reseal(c, len);
-  ck_assert_int_eq(decode_rc(c, len), DBUF_EDUP);
-  free(c);
   free(buf);
   dbuf_layout_destroy(l);
 }
@@ -386,16 +381,17 @@ START_TEST(test_block_row_overflow)
   p.nranks = 2;
   ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
   ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
-  /* Layout of the message: header (128 bytes), TENSORS tag and length,
-   * then "a": name length, 1 name byte, dim count, dims at 161 and 169. */
-  ck_assert_int_eq(get64(buf + 144), 1);
-  ck_assert_int_eq(get64(buf + 153), 2);
-  ck_assert_int_eq(get64(buf + 169), 4);
+  /* Layout of the message: header (128 bytes), SHAPES tag and length,
+   * then the one shape: its dim count (32 bits) at 144, dims at 148 and 156. */
+  ck_assert_int_eq(get64(buf + 136), 20);
+  ck_assert_int_eq(buf[144], 2);
+  ck_assert_int_eq(get64(buf + 148), 2);
+  ck_assert_int_eq(get64(buf + 156), 4);
   /* RANGE is the last section: [0, 4, 8] in the 3 words before the sum. */
   ck_assert_int_eq(get64(buf + len - 16), 8);
   put64(buf + 48, (uint64_t)1 << 32);  /* block size */
   put64(buf + 64, (uint64_t)1 << 33);  /* size */
-  put64(buf + 169, (uint64_t)1 << 32); /* row size of a */
+  put64(buf + 156, (uint64_t)1 << 32); /* row size of a */
   put64(buf + len - 24, 1);            /* rank 1 starts at 1 */
   put64(buf + len - 16, (uint64_t)1 << 33);
   reseal(buf, len);
@@ -443,73 +439,106 @@ END_TEST
 /*
  * Structural errors behind a good checksum: a valid message of the seed
  * tensor layout (3 ranks; P0 2x6, P1 4x4, P2 4x4, P3 1x2, P4 6; sections
- * TENSORS, OFFSETS, RANGE, OWNERS), one field changed, both checksums
- * recomputed as the encoder computes them; each gives its own code and
- * message.  Where a field is: a header offset, a word of a section (tag,
- * payload length or payload word k), or a byte or word of tensor P0's record
- * (TENSORS payload at 144: name length 144, name 152, dim count 154, dims
- * 162 and 170, flags 178, element size 186).
+ * SHAPES, TENSORS, NAMES, OFFSETS, RANGE, OWNERS), one field changed, both
+ * checksums recomputed as the encoder computes them; each gives its own code
+ * and message.  Where a field is: a header word, a section's tag or payload
+ * length, or a 64-bit word, 32-bit word or byte at a payload byte offset.
+ * The seed's payloads (derived by hand from the byte map in dbuf/wire.h):
+ * SHAPES 4 shapes, [2,6] at 0, [4,4] at 20, [1,2] at 40, [6] at 60 (72
+ * bytes); TENSORS 5 records of 16 bytes (shape, prefix, suffix, flags);
+ * NAMES "P01234" (P0, then P1..P4 as a 1-byte prefix and a 1-byte suffix);
+ * OFFSETS 5 words; RANGE 4 words; OWNERS 5 32-bit words.
  */
-enum { AT_ABS, AT_BYTE, AT_TAG, AT_LEN, AT_WORD }; /* word or byte at an offset; section fields */
+enum { AT_ABS, AT_TAG, AT_LEN, AT_P64, AT_P32, AT_P8 };
+enum { S_SHAPES, S_TENSORS, S_NAMES, S_OFFSETS, S_RANGE, S_OWNERS };
 
 typedef struct {
   const char *what;
-  int where, sec; /* AT_TAG, AT_LEN, AT_WORD: the section index */
-  int64_t at;     /* AT_ABS, AT_BYTE: the offset; AT_WORD: the payload word */
+  int where, sec; /* AT_TAG .. AT_P8: the section index */
+  int64_t at;     /* AT_ABS: header offset; AT_P*: payload byte offset */
   uint64_t val;
   int want;
   const char *msg;
 } structural_t;
 
 static const structural_t structural[] = {
-    {"reserved header word", AT_ABS, 0, 104, 1, DBUF_EFORMAT,
-     "wire: unknown header fields"},
-    {"65 words per tensor", AT_ABS, 0, 88, 65, DBUF_EFORMAT,
-     "wire: unknown header fields"},
+    {"reserved header word", AT_ABS, 0, 112, 1, DBUF_EFORMAT, "wire: unknown header fields"},
+    {"layout flags 1", AT_ABS, 0, 80, 1, DBUF_EFORMAT, "wire: unknown header fields"},
+    {"8-byte records", AT_ABS, 0, 104, 8, DBUF_EFORMAT,
+     "wire: tensor records of 8 bytes (16 to 256)"},
+    {"257-byte records", AT_ABS, 0, 104, 257, DBUF_EFORMAT,
+     "wire: tensor records of 257 bytes (16 to 256)"},
+    {"17-byte records", AT_ABS, 0, 104, 17, DBUF_EFORMAT,
+     "wire: section 2 (tensor records) holds 80 bytes, 5 of 17 bytes expected"},
     {"kind 0", AT_ABS, 0, 32, 0, DBUF_EFORMAT, "wire: unknown layout kind 0"},
     {"rank count -1", AT_ABS, 0, 40, (uint64_t)-1, DBUF_EFORMAT,
      "wire: rank count -1 out of range"},
     {"tensor count -1", AT_ABS, 0, 72, (uint64_t)-1, DBUF_EFORMAT,
-     "wire: negative tensor count"},
-    /* P4's record: 8 + 2 ("P4") + 8 + 8 (one dim) + 16 bytes. */
+     "wire: tensor count -1 out of range (0 to 4294967295)"},
+    {"tensor count 2^32", AT_ABS, 0, 72, (uint64_t)1 << 32, DBUF_EFORMAT,
+     "wire: tensor count 4294967296 out of range (0 to 4294967295)"},
+    {"6 shapes for 5 tensors", AT_ABS, 0, 88, 6, DBUF_EFORMAT, "wire: 6 shapes for 5 tensors"},
+    {"shape count -1", AT_ABS, 0, 88, (uint64_t)-1, DBUF_EFORMAT,
+     "wire: -1 shapes for 5 tensors"},
+    {"3 shapes recorded, 4 sent", AT_ABS, 0, 88, 3, DBUF_EFORMAT,
+     "wire: 12 stray bytes after the shapes"},
     {"4 tensors recorded, 5 sent", AT_ABS, 0, 72, 4, DBUF_EFORMAT,
-     "wire: 42 stray bytes after the tensors"},
+     "wire: section 2 (tensor records) holds 80 bytes, 4 of 16 bytes expected"},
     {"4 ranks recorded, a range of 4 words", AT_ABS, 0, 40, 4, DBUF_EFORMAT,
-     "wire: section 3 holds 32 bytes, expected 5 words"},
+     "wire: section 5 (rank range) holds 32 bytes, 5 of 8 bytes expected"},
     /* The tensor layout's size is its 52 elements. */
-    {"size 12345", AT_ABS, 0, 64, 12345, DBUF_ELAYOUT,
-     "wire: range ends at 52, size is 12345"},
-    /* OWNERS: tag, length and 5 words. */
-    {"3 sections recorded, 4 sent", AT_ABS, 0, 96, 3, DBUF_EFORMAT,
-     "wire: 56 stray bytes after the sections"},
-    {"5 sections recorded, 4 sent", AT_ABS, 0, 96, 5, DBUF_EFORMAT,
-     "wire: section 4 does not fit"},
-    {"OFFSETS tagged TENSORS", AT_TAG, 1, 0, 1, DBUF_EFORMAT,
+    {"size 12345", AT_ABS, 0, 64, 12345, DBUF_ELAYOUT, "wire: range ends at 52, size is 12345"},
+    /* OWNERS: tag, length and 5 32-bit words. */
+    {"5 sections recorded, 6 sent", AT_ABS, 0, 96, 5, DBUF_EFORMAT,
+     "wire: 36 stray bytes after the sections"},
+    {"7 sections recorded, 6 sent", AT_ABS, 0, 96, 7, DBUF_EFORMAT,
+     "wire: section 6 does not fit"},
+    {"TENSORS tagged SHAPES", AT_TAG, S_TENSORS, 0, 1, DBUF_EFORMAT,
      "wire: unknown or repeated section 1"},
-    {"section tag 5", AT_TAG, 1, 0, 5, DBUF_EFORMAT, "wire: unknown or repeated section 5"},
-    {"section tag 0", AT_TAG, 1, 0, 0, DBUF_EFORMAT, "wire: unknown or repeated section 0"},
-    {"RANGE tagged optional", AT_TAG, 2, 0, 300, DBUF_EFORMAT,
-     "wire: a required section is missing"},
-    {"OFFSETS of 32 bytes", AT_LEN, 1, 0, 32, DBUF_EFORMAT,
-     "wire: section 2 holds 32 bytes, expected 5 words"},
-    {"OFFSETS past the end", AT_LEN, 1, 0, (uint64_t)1 << 40, DBUF_EFORMAT,
-     "wire: section 1 does not fit"},
-    {"OFFSETS of -8 bytes", AT_LEN, 1, 0, (uint64_t)-8, DBUF_EFORMAT,
-     "wire: section 1 does not fit"},
-    {"name length 0", AT_ABS, 0, 144, 0, DBUF_EFORMAT,
-     "wire: tensor 0: name length does not fit"},
-    {"NUL in a name", AT_BYTE, 0, 153, 0, DBUF_EFORMAT, "wire: tensor 0: NUL in its name"},
-    {"dim count 0", AT_ABS, 0, 154, 0, DBUF_EFORMAT, "wire: tensor P0: bad dim count"},
-    {"dim count 17", AT_ABS, 0, 154, 17, DBUF_EFORMAT, "wire: tensor P0: bad dim count"},
-    {"tensor flags 1", AT_ABS, 0, 178, 1, DBUF_EFORMAT,
-     "wire: tensor P0: unknown flags 0x1 or element size 0"},
-    {"element size 65", AT_ABS, 0, 186, 65, DBUF_EFORMAT,
-     "wire: tensor P0: unknown flags 0x0 or element size 65"},
-    {"owner 7 of 3 ranks", AT_WORD, 3, 4, 7, DBUF_EOWNER,
+    {"section tag 7", AT_TAG, S_TENSORS, 0, 7, DBUF_EFORMAT,
+     "wire: unknown or repeated section 7"},
+    {"section tag 0", AT_TAG, S_TENSORS, 0, 0, DBUF_EFORMAT,
+     "wire: unknown or repeated section 0"},
+    {"RANGE tagged optional", AT_TAG, S_RANGE, 0, 300, DBUF_EFORMAT,
+     "wire: required section 5 is missing"},
+    {"OWNERS of 16 bytes", AT_LEN, S_OWNERS, 0, 16, DBUF_EFORMAT,
+     "wire: 4 stray bytes after the sections"},
+    {"OFFSETS past the end", AT_LEN, S_OFFSETS, 0, (uint64_t)1 << 40, DBUF_EFORMAT,
+     "wire: section 3 does not fit"},
+    {"OFFSETS of -8 bytes", AT_LEN, S_OFFSETS, 0, (uint64_t)-8, DBUF_EFORMAT,
+     "wire: section 3 does not fit"},
+    {"shape of 0 dims", AT_P32, S_SHAPES, 0, 0, DBUF_EFORMAT,
+     "wire: shape 0: 0 dims (1 to 16, in the section)"},
+    {"shape of 17 dims", AT_P32, S_SHAPES, 0, 17, DBUF_EFORMAT,
+     "wire: shape 0: 17 dims (1 to 16, in the section)"},
+    {"last shape runs past its section", AT_P32, S_SHAPES, 60, 3, DBUF_EFORMAT,
+     "wire: shape 3: 3 dims (1 to 16, in the section)"},
+    {"a negative dim", AT_P64, S_SHAPES, 4, (uint64_t)-1, DBUF_ESHAPE,
+     "wire: tensor P0: dim 0 is negative (-1)"},
+    {"element count past 64 bits", AT_P64, S_SHAPES, 4, (uint64_t)1 << 62, DBUF_EOVERFLOW,
+     "wire: tensor P0: element count overflows 64 bits"},
+    {"shape index 4 of 4", AT_P32, S_TENSORS, 0, 4, DBUF_EFORMAT,
+     "wire: tensor 0: shape index out of the table"},
+    {"tensor flags 1", AT_P32, S_TENSORS, 12, 1, DBUF_EFORMAT, "wire: tensor 0: unknown flags"},
+    {"first name shares a prefix", AT_P32, S_TENSORS, 4, 1, DBUF_EFORMAT,
+     "wire: tensor 0: name prefix longer than the previous name"},
+    {"prefix of 3 after a 2-byte name", AT_P32, S_TENSORS, 16 + 4, 3, DBUF_EFORMAT,
+     "wire: tensor 1: name prefix longer than the previous name"},
+    {"empty name", AT_P32, S_TENSORS, 8, 0, DBUF_EFORMAT, "wire: tensor 0: empty name"},
+    {"last suffix past the names", AT_P32, S_TENSORS, 64 + 8, 2, DBUF_EFORMAT,
+     "wire: tensor 4: name runs past the names section"},
+    {"suffix of 2^32 - 1 bytes", AT_P32, S_TENSORS, 8, UINT32_MAX, DBUF_EFORMAT,
+     "wire: tensor 0: name runs past the names section"},
+    {"a byte of names left over", AT_P32, S_TENSORS, 8, 1, DBUF_EFORMAT,
+     "wire: 1 stray bytes after the names"},
+    {"NUL in a name", AT_P8, S_NAMES, 1, 0, DBUF_EFORMAT, "wire: tensor 0: NUL byte in the name"},
+    {"duplicate name", AT_P8, S_NAMES, 2, '0', DBUF_EDUP,
+     "wire: tensor P0: duplicate name (tensor 0)"},
+    {"owner 7 of 3 ranks", AT_P32, S_OWNERS, 16, 7, DBUF_EOWNER,
      "wire: tensor P4: owner 7 out of range [0, 3)"},
-    {"owner -1", AT_WORD, 3, 0, (uint64_t)-1, DBUF_EOWNER,
-     "wire: tensor P0: owner -1 out of range [0, 3)"},
-    {"first rank offset 5", AT_WORD, 2, 0, 5, DBUF_ELAYOUT,
+    {"owner 2^32 - 1", AT_P32, S_OWNERS, 0, UINT32_MAX, DBUF_EOWNER,
+     "wire: tensor P0: owner 4294967295 out of range [0, 3)"},
+    {"first rank offset 5", AT_P64, S_RANGE, 0, 5, DBUF_ELAYOUT,
      "rank 0: segment starts at 5, not 0"},
     {"block size 0", AT_ABS, 0, 48, 0, DBUF_EINVAL, "block size must be positive, got 0"},
     {"chunk size -1", AT_ABS, 0, 56, (uint64_t)-1, DBUF_ELAYOUT,
@@ -534,25 +563,36 @@ START_TEST(test_structural)
   int64_t len;
   dbuf_diag_t d;
   ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
-  ck_assert_int_eq(get64(buf + 96), 4);                     /* 4 sections */
-  ck_assert_int_eq(get64(buf + 144), 2);                    /* "P0" */
-  ck_assert_int_eq(get64(buf + section_at(buf, 3)), 4);     /* OWNERS last */
-  int64_t sec = section_at(buf, c->sec);
+  /* The message as derived above: 6 sections of these tags and lengths. */
+  static const int64_t plen[6] = {72, 80, 6, 40, 32, 20};
+  ck_assert_int_eq(get64(buf + 96), 6);
+  ck_assert_int_eq(get64(buf + 88), 4);
+  for (int k = 0; k < 6; k++) {
+    ck_assert_int_eq(get64(buf + section_at(buf, k)), k + 1);
+    ck_assert_int_eq(get64(buf + section_at(buf, k) + 8), plen[k]);
+  }
+  ck_assert_int_eq(len, 128 + 6 * 16 + 72 + 80 + 6 + 40 + 32 + 20 + 8);
+  ck_assert(memcmp(buf + section_at(buf, S_NAMES) + 16, "P01234", 6) == 0);
+  uint8_t *pay = buf + section_at(buf, c->sec) + 16;
   switch (c->where) {
   case AT_ABS:
     put64(buf + c->at, c->val);
     break;
-  case AT_BYTE:
-    buf[c->at] = (uint8_t)c->val;
-    break;
   case AT_TAG:
-    put64(buf + sec, c->val);
+    put64(buf + section_at(buf, c->sec), c->val);
     break;
   case AT_LEN:
-    put64(buf + sec + 8, c->val);
+    put64(buf + section_at(buf, c->sec) + 8, c->val);
+    break;
+  case AT_P64:
+    put64(pay + c->at, c->val);
+    break;
+  case AT_P32:
+    for (int k = 0; k < 4; k++)
+      pay[c->at + k] = (uint8_t)(c->val >> (8 * k));
     break;
   default:
-    put64(buf + sec + 16 + 8 * c->at, c->val);
+    pay[c->at] = (uint8_t)c->val;
     break;
   }
   reseal(buf, len);
@@ -564,6 +604,61 @@ START_TEST(test_structural)
   ck_assert_ptr_null(back);
   free(buf);
   dbuf_layout_destroy(l);
+}
+END_TEST
+
+/* The compact format: 5000 tensors of two shapes and names sharing long
+ * prefixes, then one with a 70,000-byte name, travel as 3 shapes, 16-byte
+ * records and the names' suffixes; the digest, hashed a 64 KiB window at a
+ * time without the message, is the message's own checksum. */
+START_TEST(test_compact_size)
+{
+  enum { N = 5000, LONG = 70000 };
+  dbuf_tensors_t *t = NULL;
+  dbuf_layout_t *l = NULL, *back = NULL;
+  dbuf_layout_params_t prm;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  int64_t names = 0;
+  char prev[64] = "";
+  for (int i = 0; i < N; i++) {
+    char name[64];
+    int64_t dims[2] = {i % 2 ? 8 : 4, 16};
+    snprintf(name, sizeof name, "model.layers.%04d.w", i);
+    int64_t k = 0;
+    while (prev[k] != '\0' && prev[k] == name[k])
+      k++;
+    names += (int64_t)strlen(name) - k;
+    snprintf(prev, sizeof prev, "%s", name);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+  }
+  char *lname = malloc(LONG + 1);
+  memset(lname, 'x', LONG);
+  lname[LONG] = '\0';
+  int64_t one = 3;
+  ck_assert_int_eq(dbuf_tensors_add(t, lname, 1, &one, NULL), 0);
+  names += LONG; /* shares nothing with "model..." */
+  free(lname);
+  dbuf_layout_params_init(&prm);
+  prm.nranks = 4;
+  ck_assert_int_eq(dbuf_layout_build(t, &prm, &l, NULL), 0);
+  uint8_t *buf;
+  int64_t len;
+  uint64_t sum = 0, dig = 1;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  ck_assert_int_eq(get64(buf + 88), 3);
+  /* header, 5 sections, shapes (2 of 2 dims, 1 of 1), records, names,
+   * offsets, range, trailer */
+  ck_assert_int_eq(len, 128 + 5 * 16 + 2 * 20 + 12 + (N + 1) * 16 + names + (N + 1) * 8 +
+                            5 * 8 + 8);
+  ck_assert_int_eq(dbuf_wire_checksum(buf, len, &sum), 0);
+  ck_assert_int_eq(dbuf_wire_digest(l, &dig, NULL), 0);
+  ck_assert(sum == dig);
+  ck_assert_int_eq(dbuf_wire_decode(buf, len, &back, NULL), 0);
+  assert_same(l, back);
+  dbuf_layout_destroy(back);
+  free(buf);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
 }
 END_TEST
 
@@ -657,10 +752,13 @@ START_TEST(test_plan_messages)
   m[0] ^= 1;
   ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EFORMAT);
   m[0] ^= 1;
-  put64(m + 8, 2);
+  put64(m + 8, 1); /* the plan format before the compact layouts */
   reseal_plan(m, len);
   ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EVERSION);
-  put64(m + 8, 1);
+  put64(m + 8, 3);
+  reseal_plan(m, len);
+  ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), DBUF_EVERSION);
+  put64(m + 8, 2);
   /* A forged buffer count (too many for the bytes, then one too few). */
   put64(m + 24, (uint64_t)1 << 40);
   reseal_plan(m, len);
@@ -751,6 +849,7 @@ wire_suite(void)
   tcase_add_test(tc, test_forged_fields);
   tcase_add_loop_test(tc, test_structural, 0, (int)(sizeof structural / sizeof structural[0]));
   tcase_add_test(tc, test_block_row_overflow);
+  tcase_add_test(tc, test_compact_size);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);
   tcase_add_test(tc, test_plan_messages);

@@ -7,39 +7,54 @@
  * what rank 0 broadcasts, and its checksum is the identity ranks compare to
  * prove they hold the same plan.
  *
- * Format version 1 (every integer an unsigned 64-bit little-endian word,
- * written byte by byte, so the bytes are the same on every host; signed
- * values are stored in two's complement):
+ * Format version 2, the compact format (integers little-endian, written
+ * byte by byte, so the bytes are the same on every host; "word": 64 bits,
+ * signed values in two's complement; "u32": 32 bits):
  *
  *   header, 128 bytes (16 words):
- *     0 magic "DBUFWIRE"          8 format version (1)
+ *     0 magic "DBUFWIRE"          8 format version (2)
  *    16 total bytes, trailer in  24 header bytes (128)
- *    32 kind (1..4)              40 nranks
+ *    32 kind (1..4)              40 nranks (1 .. INT_MAX)
  *    48 block_size               56 chunk_size
- *    64 size                     72 tensors
- *    80 layout flags (0)         88 words per tensor after its dims (>= 2)
- *    96 sections                 104, 112 reserved (0)
- *   120 XXH3-64 of bytes [0, 120)
- *   sections, each: tag, payload bytes, payload:
- *     1 TENSORS: per tensor: name bytes, name, ndim, dims..., flags (0),
- *                elem_size (0 = not given), then any later per-tensor words
- *     2 OFFSETS: one word per tensor
- *     3 RANGE:   nranks + 1 words
- *     4 OWNERS:  one word per tensor (TENSOR kind only)
- *     tags >= 256 are optional: a reader skips the ones it does not know
+ *    64 size                     72 tensors (0 .. 2^32 - 1)
+ *    80 layout flags (0)         88 distinct shapes (0 .. tensors)
+ *    96 sections                 104 record bytes per tensor (16 .. 256)
+ *   112 reserved (0)             120 XXH3-64 of bytes [0, 120)
+ *   sections, each: tag (word), payload bytes (word), payload, in any order:
+ *     1 SHAPES:  per distinct shape, in order of first use: ndim (u32,
+ *                1 .. DBUF_MAX_DIMS), then its dims (words)
+ *     2 TENSORS: per tensor a fixed record of "record bytes": shape index
+ *                (u32), name prefix (u32: bytes shared with the previous
+ *                tensor's name), name suffix bytes (u32), flags (u32, 0);
+ *                a reader skips record bytes past the 16 it knows (room for
+ *                later per-tensor fields: element size, Muon or checkpoint
+ *                resharding data)
+ *     3 NAMES:   every name suffix back to back (no NUL), tensor order
+ *     4 OFFSETS: one word per tensor
+ *     5 RANGE:   nranks + 1 words
+ *     6 OWNERS:  one u32 per tensor (TENSOR kind only)
+ *     tags >= 256 are optional: a reader skips the ones it does not know, so
+ *     later messages (a Muon gather/scatter plan, a resharding map) can ride
+ *     along without a new version
  *   trailer: XXH3-64 of every byte before it.
  *
- * Room is reserved for per-tensor fields (a
- * flags word and an element size are already there, and the per-tensor word
- * count lets later versions add more).
+ * Every count and length read is checked against the bytes that hold it
+ * before use (products and sums overflow-checked); a structural error
+ * behind a good checksum is DBUF_EFORMAT naming the section, shape or
+ * tensor.  Version 1 (one record per tensor with its name and dims in
+ * words: about 1.6x the bytes for a MoE-like list) is no longer read: a
+ * version 1 message is refused with DBUF_EVERSION ("format version 1, this
+ * build reads only version 2"); all ranks of a job run one build, and the
+ * format is not a file format (JSON is, dbuf/layout_json.h).
  *
- * Plan messages (format version 1) carry a whole plan (dbuf/plan.h): every
+ * Plan messages (format version 2: version 1 embedded version 1 layouts)
+ * carry a whole plan (dbuf/plan.h): every
  * buffer's unit name and dtype, then the buffer's layout as one complete
  * layout message above, so each buffer keeps its own checksum (the identity
  * dbuf_comm_verify_structure() compares):
  *
  *   header, 64 bytes (8 words):
- *     0 magic "DBUFPLAN"          8 format version (1)
+ *     0 magic "DBUFPLAN"          8 format version (2)
  *    16 total bytes, trailer in  24 buffers
  *    32 nranks of every buffer   40, 48 reserved (0)
  *    56 XXH3-64 of bytes [0, 56)
@@ -70,8 +85,8 @@ extern "C" {
 /** The 8 magic bytes at the start of every message. */
 #define DBUF_WIRE_MAGIC "DBUFWIRE"
 /** The format version this library writes and reads. */
-#define DBUF_WIRE_VERSION 1
-/** Header bytes of version 1. */
+#define DBUF_WIRE_VERSION 2
+/** Header bytes of version 2 (as of version 1). */
 #define DBUF_WIRE_HEADER_BYTES 128
 /** Smallest possible message: a header and the trailer. */
 #define DBUF_WIRE_MIN_BYTES (DBUF_WIRE_HEADER_BYTES + 8)
@@ -97,7 +112,8 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  * Not collective.  Checks, in this order: the magic, the header checksum, the
  * total length against len, the trailer checksum, the version, then every
  * length and count inside the sections, and assembles the layout with
- * dbuf_layout_from_parts().  It does NOT check the layout's invariants: run
+ * dbuf_layout_from_parts().  Decodes into one tensor list whose arrays are
+ * reserved up front (no allocation per tensor).  It does NOT check the layout's invariants: run
  * dbuf_layout_validate() on the result.  A bit flip anywhere but in the magic
  * is reported as DBUF_ECHECKSUM.
  * \param[in]  buf, len  the message
@@ -129,7 +145,9 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * \brief The identity of a layout: the checksum of its message.
  *
  * Not collective.  Two layouts have the same digest if and only if (up to
- * XXH3 collisions) every field of them is equal.
+ * XXH3 collisions) every field of them is equal.  The message is hashed as
+ * it is written, 64 KiB at a time: O(distinct shapes) memory, not the
+ * message.
  * \return 0, or the errors of dbuf_wire_encode()
  */
 DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
@@ -138,7 +156,7 @@ DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
 /** The 8 magic bytes of a plan message. */
 #define DBUF_WIRE_PLAN_MAGIC "DBUFPLAN"
 /** The plan format version this library writes and reads. */
-#define DBUF_WIRE_PLAN_VERSION 1
+#define DBUF_WIRE_PLAN_VERSION 2
 /** Header bytes of a plan message. */
 #define DBUF_WIRE_PLAN_HEADER_BYTES 64
 /** Smallest plan message: a header and the trailer (no buffers). */

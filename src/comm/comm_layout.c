@@ -137,41 +137,96 @@ encode_plan(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
   return dbuf_wire_plan_encode(obj, buf, len, diag);
 }
 
+/* A received message decoded and re-validated: 0 or the code, msg filled. */
+typedef int (*receive_fn)(const void *buf, int64_t len, int nranks_expected, void **obj,
+                          dbuf_diag_t *local);
+
+static int
+receive_layout(const void *buf, int64_t len, int nranks_expected, void **obj,
+               dbuf_diag_t *local)
+{
+  dbuf_layout_t *l = NULL;
+  int rc = dbuf_wire_decode(buf, len, &l, local);
+  if (rc == 0)
+    rc = check_received(l, "layout", nranks_expected, local);
+  *obj = l;
+  return rc;
+}
+
+static int
+receive_plan(const void *buf, int64_t len, int nranks_expected, void **obj, dbuf_diag_t *local)
+{
+  dbuf_plan_t *p = NULL;
+  int rc = dbuf_wire_plan_decode(buf, len, &p, local);
+  if (rc == 0 && dbuf_plan_nbuffers(p) < 1) {
+    rc = DBUF_EFORMAT;
+    snprintf(local->msg, sizeof local->msg, "received plan has no buffer");
+  }
+  for (int64_t b = 0; rc == 0 && b < dbuf_plan_nbuffers(p); b++) {
+    dbuf_plan_buffer_t pb;
+    char what[128];
+    dbuf_plan_buffer(p, b, &pb);
+    snprintf(what, sizeof what, "buffer %.80s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
+    rc = check_received(pb.layout, what, nranks_expected, local);
+  }
+  *obj = p;
+  return rc;
+}
+
+static void
+destroy_layout(void *obj)
+{
+  dbuf_layout_destroy(obj);
+}
+
+static void
+destroy_plan(void *obj)
+{
+  dbuf_plan_destroy(obj);
+}
+
+/* Broadcast obj's message; every rank, rank 0 included, decodes and
+ * re-validates what it received, and the ranks agree on the outcome.  The
+ * digest is the message's trailer (a little-endian word). */
+static int
+bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
+             const char *what, encode_fn encode, receive_fn receive, void (*destroy)(void *),
+             int nranks_expected, void **out, uint64_t *digest, dbuf_diag_t *diag)
+{
+  void *buf = NULL, *got = NULL;
+  int64_t len = 0;
+  dbuf_diag_t local;
+  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, encode, out != NULL,
+                         nranks_expected, &buf, &len, diag);
+  if (rc != 0)
+    return rc;
+  dbuf_diag_clear(&local);
+  rc = receive(buf, len, nranks_expected, &got, &local);
+  uint64_t sum = 0;
+  for (int i = 0; rc == 0 && i < 8; i++)
+    sum |= (uint64_t)((const unsigned char *)buf)[len - 8 + i] << (8 * i);
+  free(buf);
+  local.code = rc;
+  rc = dbuf_comm_agree_diag(ctx, rc, &local);
+  if (rc != 0) {
+    destroy(got);
+    if (diag != NULL)
+      *diag = local;
+    return rc;
+  }
+  *out = got;
+  if (digest != NULL)
+    *digest = sum;
+  return 0;
+}
+
 int
 dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  void *buf = NULL;
-  int64_t len = 0;
-  dbuf_diag_t local;
-  int rc = bcast_message(ctx, root_rc, root_msg, layout, "layout", encode_layout,
-                         out != NULL, nranks_expected, &buf, &len, diag);
-  if (rc != 0)
-    return rc;
-
-  /* Every rank, rank 0 included, decodes and re-validates what it received. */
-  dbuf_layout_t *l = NULL;
-  uint64_t sum = 0;
-  dbuf_diag_clear(&local);
-  rc = dbuf_wire_decode(buf, len, &l, &local);
-  if (rc == 0)
-    dbuf_wire_checksum(buf, len, &sum);
-  free(buf);
-  if (rc == 0)
-    rc = check_received(l, "layout", nranks_expected, &local);
-  local.code = rc;
-  rc = dbuf_comm_agree_diag(ctx, rc, &local);
-  if (rc != 0) {
-    dbuf_layout_destroy(l);
-    if (diag != NULL)
-      *diag = local;
-    return rc;
-  }
-  *out = l;
-  if (digest != NULL)
-    *digest = sum;
-  return 0;
+  return bcast_object(ctx, root_rc, root_msg, layout, "layout", encode_layout, receive_layout,
+                      destroy_layout, nranks_expected, (void **)out, digest, diag);
 }
 
 int
@@ -179,44 +234,8 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  void *buf = NULL;
-  int64_t len = 0;
-  dbuf_diag_t local;
-  int rc = bcast_message(ctx, root_rc, root_msg, plan, "plan", encode_plan,
-                         out != NULL, nranks_expected, &buf, &len, diag);
-  if (rc != 0)
-    return rc;
-
-  dbuf_plan_t *p = NULL;
-  dbuf_diag_clear(&local);
-  rc = dbuf_wire_plan_decode(buf, len, &p, &local);
-  uint64_t sum = 0; /* the trailer: a little-endian word */
-  for (int i = 0; rc == 0 && i < 8; i++)
-    sum |= (uint64_t)((const unsigned char *)buf)[len - 8 + i] << (8 * i);
-  free(buf);
-  if (rc == 0 && dbuf_plan_nbuffers(p) < 1) {
-    rc = DBUF_EFORMAT;
-    snprintf(local.msg, sizeof local.msg, "received plan has no buffer");
-  }
-  for (int64_t b = 0; rc == 0 && b < dbuf_plan_nbuffers(p); b++) {
-    dbuf_plan_buffer_t pb;
-    char what[128];
-    dbuf_plan_buffer(p, b, &pb);
-    snprintf(what, sizeof what, "buffer %.80s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
-    rc = check_received(pb.layout, what, nranks_expected, &local);
-  }
-  local.code = rc;
-  rc = dbuf_comm_agree_diag(ctx, rc, &local);
-  if (rc != 0) {
-    dbuf_plan_destroy(p);
-    if (diag != NULL)
-      *diag = local;
-    return rc;
-  }
-  *out = p;
-  if (digest != NULL)
-    *digest = sum;
-  return 0;
+  return bcast_object(ctx, root_rc, root_msg, plan, "plan", encode_plan, receive_plan,
+                      destroy_plan, nranks_expected, (void **)out, digest, diag);
 }
 
 /* ------------------------------------------------------------------------ */

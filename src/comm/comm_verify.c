@@ -242,110 +242,186 @@ rows_owned(const dbuf_layout_t *l, int64_t t, int64_t a, int64_t b, int64_t *fir
   return rows.nrows - rows.cut_first;
 }
 
-/* Tensors with elements in [a, b), in offset order: calls fn for each. */
-static void
-for_tensors_in(const dbuf_layout_t *l, int64_t a, int64_t b,
-               void (*fn)(const dbuf_layout_t *, int64_t, void *), void *arg)
-{
-  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
-  int64_t n = dbuf_layout_ntensors(l), t = -1;
-  if (a >= b)
-    return;
-  if (a < dbuf_layout_size(l) && dbuf_layout_tensor_at(l, a, &t) == 0 && t >= 0 &&
-      off[t] < a)
-    fn(l, t, arg);
-  for (int64_t p = dbuf_layout_order_lower(l, a); p < n && off[order[p]] < b; p++)
-    fn(l, order[p], arg);
-}
+/* 4. Every row owned exactly once, proven by a scan: O(tensors / ranks)
+ * local work and O(log ranks) messages of a few words a rank.  Under whole-row ownership a rank
+ * holding [a, b) owns the rows whose first element lies in [a, b): in the
+ * layout's offset order they are consecutive.  So the rows are owned once
+ * exactly when, rank by rank, each rank's first row is the row after the
+ * last row of the nearest lower rank that owns any (the first row of the
+ * buffer for the lowest), and the last owning rank ends at the buffer's
+ * end.  Each rank computes its first row, its row count and the row after
+ * its last locally (only the tensors meeting its segment); one MPI_Exscan
+ * brings it the "row after" of the nearest owning rank below, and one
+ * allreduce of three counters (rows owned, rows in the buffer, findings) is
+ * the final tally.  A rank's own finding names the row and both ranks. */
 
+/* A row in offset order: tensor id and row; tensor -1 is the buffer's end. */
 typedef struct {
-  int64_t a, b, *cnt;
-} count_arg_t;
+  int64_t has;    /* 0: the rank owns no row (the scan skips it) */
+  int64_t rank;   /* who sent it */
+  int64_t tensor; /* the row after the sender's last row, -1: the end */
+  int64_t row;
+} scan_rec_t;
 
+/* MPI_Exscan operator: the record of the highest rank that owns a row. */
 static void
-count_rows(const dbuf_layout_t *l, int64_t t, void *arg)
+scan_last_owner(void *in, void *inout, int *len, MPI_Datatype *type)
 {
-  count_arg_t *c = arg;
-  c->cnt[t] += rows_owned(l, t, c->a, c->b, NULL);
+  (void)type;
+  scan_rec_t *a = in, *b = inout;
+  for (int i = 0; i < *len; i++)
+    if (!b[i].has)
+      b[i] = a[i];
 }
 
-/* 4. Every row owned exactly once: sums over ranks must equal the rows. */
-static int
-check_row_counts(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
-                 dbuf__problem_t *mine, int64_t *nprob)
+/* Position of tensor id t in dbuf_layout_order() (ties at one offset are
+ * empty tensors: a short walk). */
+static int64_t
+order_pos(const dbuf_layout_t *l, int64_t t)
 {
+  const int64_t *order = dbuf_layout_order(l);
+  int64_t n = dbuf_layout_ntensors(l);
+  int64_t p = dbuf_layout_order_lower(l, dbuf_layout_offsets(l)[t]);
+  while (p < n && order[p] != t)
+    p++;
+  return p;
+}
+
+/* The first row at or after position p of the order with row r of its
+ * tensor: skips exhausted and empty tensors; tensor -1 past the last. */
+static void
+row_at(const dbuf_layout_t *l, int64_t p, int64_t r, int64_t *tensor, int64_t *row)
+{
+  const int64_t *order = dbuf_layout_order(l);
   const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
   int64_t n = dbuf_layout_ntensors(l);
-  int64_t *cnt = alloc_i64(n, 1);
-  int g;
-  if (dbuf_comm_agree(ctx, cnt ? 0 : DBUF_ENOMEM, &g) != 0 || g != 0) {
-    free(cnt);
-    return g ? g : DBUF_EMPI;
+  while (p < n && r >= dbuf_tensors_rows(ts, order[p])) {
+    p++;
+    r = 0;
   }
-  count_arg_t ca = {start > 0 ? start : 0,
-                    end < dbuf_layout_size(l) ? end : dbuf_layout_size(l), cnt};
-  for_tensors_in(l, ca.a, ca.b, count_rows, &ca);
-  int rc = dbuf__comm_allreduce_i64(ctx, cnt, n, MPI_SUM);
-  if (rc != 0) {
-    free(cnt);
-    return rc;
-  }
-  int64_t bad = -1, nbad = 0;
-  for (int64_t t = 0; t < n; t++) {
-    if (cnt[t] != dbuf_tensors_rows(ts, t)) {
-      if (bad < 0)
-        bad = t;
-      nbad++;
-    }
-  }
-  free(cnt);
-  if (bad < 0)
-    return 0;
+  *tensor = p < n ? order[p] : -1;
+  *row = p < n ? r : 0;
+}
 
-  /* Name the row: every rank's interval of rows of that tensor, in rank order. */
-  int64_t iv[2] = {-1, -1}, *all = alloc_i64(2 * (int64_t)ctx->size, 0);
-  if (dbuf_comm_agree(ctx, all ? 0 : DBUF_ENOMEM, &g) != 0 || g != 0) {
-    free(all);
-    return g ? g : DBUF_EMPI;
+/* The rows a rank holding [a, b) owns: count, first row, row after the last. */
+static void
+own_rows(const dbuf_layout_t *l, int64_t a, int64_t b, int64_t *count, int64_t first[2],
+         int64_t after[2])
+{
+  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+  int64_t n = dbuf_layout_ntensors(l), t = -1, p, lastp = -1, lastrow = 0;
+  *count = 0;
+  first[0] = after[0] = -1;
+  first[1] = after[1] = 0;
+  if (a >= b)
+    return;
+  p = dbuf_layout_order_lower(l, a);
+  if (a < dbuf_layout_size(l) && dbuf_layout_tensor_at(l, a, &t) == 0 && t >= 0 && off[t] < a)
+    p = order_pos(l, t); /* the tensor the segment starts inside */
+  for (; p < n && off[order[p]] < b; p++) {
+    int64_t f = 0, k = rows_owned(l, order[p], a, b, &f);
+    if (k == 0)
+      continue;
+    if (*count == 0) {
+      first[0] = order[p];
+      first[1] = f;
+    }
+    *count += k;
+    lastp = p;
+    lastrow = f + k;
   }
-  int64_t first = 0, k = rows_owned(l, bad, ca.a, ca.b, &first);
-  if (k > 0) {
-    iv[0] = first;
-    iv[1] = first + k;
-  }
-  if (MPI_Allgather(iv, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->comm) != MPI_SUCCESS) {
-    free(all);
+  if (lastp >= 0)
+    row_at(l, lastp, lastrow, &after[0], &after[1]);
+}
+
+/* Is (ta, ra) before (tb, rb) in l's order?  Tensor -1 is the end. */
+static int
+row_before(const dbuf_layout_t *l, int64_t ta, int64_t ra, int64_t tb, int64_t rb)
+{
+  int64_t n = dbuf_layout_ntensors(l);
+  int64_t pa = ta < 0 ? n : order_pos(l, ta), pb = tb < 0 ? n : order_pos(l, tb);
+  return pa < pb || (pa == pb && ra < rb);
+}
+
+static int
+check_row_scan(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, int64_t end,
+               dbuf__problem_t *mine, int64_t *nprob)
+{
+  const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
+  int64_t a = start > 0 ? start : 0, b = end < dbuf_layout_size(l) ? end : dbuf_layout_size(l);
+  int64_t count, first[2], after[2], head[2];
+  own_rows(l, a, b, &count, first, after);
+  row_at(l, 0, 0, &head[0], &head[1]);
+
+  scan_rec_t me = {count > 0, ctx->rank, after[0], after[1]}, below;
+  memset(&below, 0, sizeof below);
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  int ok = MPI_Type_contiguous(4, MPI_INT64_T, &type) == MPI_SUCCESS &&
+           MPI_Type_commit(&type) == MPI_SUCCESS &&
+           MPI_Op_create(scan_last_owner, 0, &op) == MPI_SUCCESS &&
+           MPI_Exscan(&me, &below, 1, type, op, ctx->comm) == MPI_SUCCESS;
+  if (op != MPI_OP_NULL)
+    MPI_Op_free(&op);
+  if (type != MPI_DATATYPE_NULL)
+    MPI_Type_free(&type);
+  if (!ok)
     return DBUF_EMPI;
+  if (ctx->rank == 0 || !below.has) { /* the lowest owner starts the buffer */
+    below.tensor = head[0];
+    below.row = head[1];
+    below.rank = -1;
   }
-  const char *name = dbuf_tensors_name(ts, bad);
-  int64_t rows = dbuf_tensors_rows(ts, bad), expect = 0;
-  int prev = -1;
+
   dbuf__problem_t p;
   memset(&p, 0, sizeof p);
-  for (int r = 0; r < ctx->size && p.level == 0; r++) {
-    if (all[2 * r] < 0)
-      continue;
-    if (all[2 * r] > expect)
-      problem_set(&p, 3, r, bad, expect,
-                  "tensor %s row %" PRId64 " is owned by no rank (lost between rank %d and rank %d)",
-                  name, expect, prev, r);
-    else if (all[2 * r] < expect)
-      problem_set(&p, 3, r, bad, all[2 * r],
-                  "tensor %s row %" PRId64 " is owned twice (by rank %d and rank %d)", name,
-                  all[2 * r], prev, r);
-    if (all[2 * r + 1] > expect)
-      expect = all[2 * r + 1];
-    prev = r;
+  int prev = (int)below.rank;
+  if (count > 0 && (first[0] != below.tensor || first[1] != below.row)) {
+    if (row_before(l, below.tensor, below.row, first[0], first[1])) {
+      if (prev < 0)
+        problem_set(&p, 3, ctx->rank, below.tensor, below.row,
+                    "tensor %s row %" PRId64 " is owned by no rank (lost before rank %d)",
+                    dbuf_tensors_name(ts, below.tensor), below.row, ctx->rank);
+      else
+        problem_set(&p, 3, ctx->rank, below.tensor, below.row,
+                    "tensor %s row %" PRId64
+                    " is owned by no rank (lost between rank %d and rank %d)",
+                    dbuf_tensors_name(ts, below.tensor), below.row, prev, ctx->rank);
+    } else {
+      problem_set(&p, 3, ctx->rank, first[0], first[1],
+                  "tensor %s row %" PRId64 " is owned twice (by rank %d and rank %d)",
+                  dbuf_tensors_name(ts, first[0]), first[1], prev, ctx->rank);
+    }
   }
-  if (p.level == 0)
-    problem_set(&p, 3, prev < 0 ? 0 : prev, bad, expect < rows ? expect : 0,
-                "tensor %s: the ranks own %" PRId64 " of its %" PRId64 " rows (row %" PRId64
-                " lost after rank %d)",
-                name, expect, rows, expect, prev);
-  free(all);
-  if (ctx->rank == 0)
-    *nprob += nbad; /* a global finding: counted once */
-  dbuf__problem_offer(mine, &p);
+  if (p.level == 0 && ctx->rank == ctx->size - 1) {
+    scan_rec_t last = count > 0 ? me : below;
+    int owner = count > 0 ? ctx->rank : prev;
+    if (last.tensor >= 0 && owner < 0)
+      problem_set(&p, 3, ctx->rank, last.tensor, last.row,
+                  "tensor %s row %" PRId64 " is owned by no rank (no rank owns a row)",
+                  dbuf_tensors_name(ts, last.tensor), last.row);
+    else if (last.tensor >= 0)
+      problem_set(&p, 3, ctx->rank, last.tensor, last.row,
+                  "tensor %s row %" PRId64 " is owned by no rank (lost after rank %d)",
+                  dbuf_tensors_name(ts, last.tensor), last.row, owner);
+  }
+  /* The tally: rows owned, rows in the buffer (each rank sums its share of
+   * the tensors), and the findings above.  With no finding, the sums agree
+   * whenever the ranks hold one layout; it is the last word if they do not. */
+  int64_t tally[3] = {count, 0, p.level != 0}, n = dbuf_layout_ntensors(l);
+  int64_t lo = n / ctx->size * ctx->rank + (ctx->rank < n % ctx->size ? ctx->rank : n % ctx->size);
+  int64_t hi = lo + n / ctx->size + (ctx->rank < n % ctx->size);
+  for (int64_t t = lo; t < hi; t++)
+    tally[1] += dbuf_tensors_rows(ts, t); /* <= the elements: fits */
+  if (MPI_Allreduce(MPI_IN_PLACE, tally, 3, MPI_INT64_T, MPI_SUM, ctx->comm) != MPI_SUCCESS)
+    return DBUF_EMPI;
+  if (tally[2] == 0 && ctx->rank == 0 && tally[0] != tally[1])
+    problem_set(&p, 3, 0, -1, -1, "the ranks own %" PRId64 " rows, the buffer has %" PRId64,
+                tally[0], tally[1]);
+  if (p.level != 0) {
+    (*nprob)++;
+    dbuf__problem_offer(mine, &p);
+  }
   return 0;
 }
 
@@ -426,7 +502,7 @@ dbuf_comm_verify_structure(dbuf_comm_t *ctx, const dbuf_layout_t *l, uint64_t pl
   snprintf(v->local_msg, sizeof v->local_msg, "%s", mine.msg);
 
   /* 4. Every row owned once (only meaningful if all ranks list the same tensors). */
-  if (same_shape && (rc = check_row_counts(ctx, l, start, end, &mine, &nprob)) != 0)
+  if (same_shape && (rc = check_row_scan(ctx, l, start, end, &mine, &nprob)) != 0)
     return v->code = rc;
 
   int keep_ok = v->local_ok;

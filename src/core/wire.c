@@ -10,55 +10,110 @@
 #include <xxhash.h>
 
 enum {
-  SEC_TENSORS = 1,
-  SEC_OFFSETS = 2,
-  SEC_RANGE = 3,
-  SEC_OWNERS = 4,
+  SEC_SHAPES = 1,
+  SEC_TENSORS = 2,
+  SEC_NAMES = 3,
+  SEC_OFFSETS = 4,
+  SEC_RANGE = 5,
+  SEC_OWNERS = 6,
+  SEC_COUNT = 7,      /* one past the last known tag */
   SEC_OPTIONAL = 256, /* tags from here on may be skipped by readers */
   HDR_SUM_AT = 120,   /* header checksum word */
-  TENSOR_WORDS = 2    /* flags, elem_size */
+  RECORD_BYTES = 16,  /* per tensor: shape, name prefix, name suffix, flags */
+  RECORD_MAX = 256    /* longest record a reader accepts (later fields) */
 };
 
 /* ------------------------------------------------------------------ */
 /* Little-endian words, byte by byte.                                  */
 
+/* n little-endian bytes of v at p, and back. */
 static void
-put_u64(uint8_t *p, uint64_t v)
+put_le(uint8_t *p, uint64_t v, int n)
 {
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < n; i++)
     p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const uint8_t *p, int n)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
 }
 
 static uint64_t
 get_u64(const uint8_t *p)
 {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
+  return get_le(p, 8);
 }
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+  return (uint32_t)get_le(p, 4);
+}
+
+/* Where a message is written: the whole message in p, or (st set) a
+ * window of WINDOW bytes that is hashed into st whenever it fills, for a
+ * digest without the message in memory. */
+enum { WINDOW = 1 << 16 };
 
 typedef struct {
   uint8_t *p;
-  int64_t pos;
+  int64_t pos;      /* bytes in p */
+  XXH3_state_t *st; /* NULL: p holds the whole message */
+  int64_t hashed;   /* streaming: bytes hashed and dropped from p */
 } writer_t;
+
+/* Room for n bytes (n <= WINDOW): streaming, hash and drop the window. */
+static void
+room(writer_t *w, int64_t n)
+{
+  if (w->st != NULL && w->pos + n > WINDOW) {
+    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
+    w->hashed += w->pos;
+    w->pos = 0;
+  }
+}
+
+static void
+w_le(writer_t *w, uint64_t v, int n)
+{
+  room(w, n);
+  put_le(w->p + w->pos, v, n);
+  w->pos += n;
+}
 
 static void
 w_u64(writer_t *w, uint64_t v)
 {
-  put_u64(w->p + w->pos, v);
-  w->pos += 8;
+  w_le(w, v, 8);
 }
 
 static void
 w_i64(writer_t *w, int64_t v)
 {
-  w_u64(w, (uint64_t)v);
+  w_le(w, (uint64_t)v, 8);
+}
+
+static void
+w_u32(writer_t *w, uint32_t v)
+{
+  w_le(w, v, 4);
 }
 
 static void
 w_bytes(writer_t *w, const void *src, int64_t n)
 {
+  if (w->st != NULL && n > WINDOW) { /* a long name: straight into the hash */
+    room(w, WINDOW);
+    XXH3_64bits_update(w->st, src, (size_t)n);
+    w->hashed += n;
+    return;
+  }
+  room(w, n);
   if (n > 0)
     memcpy(w->p + w->pos, src, (size_t)n);
   w->pos += n;
@@ -67,121 +122,269 @@ w_bytes(writer_t *w, const void *src, int64_t n)
 /* ------------------------------------------------------------------ */
 /* Encoding                                                            */
 
+/* The distinct shapes of a tensor list in order of first use: an
+ * open-addressing table (slot: shape index + 1) that grows with the shapes,
+ * so it costs O(shapes), not O(tensors).  rep[k]: the first tensor of shape k. */
+typedef struct {
+  uint32_t *slot;
+  int64_t nslots; /* a power of two > 2 nshapes */
+  int64_t *rep;
+  int64_t nshapes, cap;
+  int64_t dim_words; /* sum of ndim over the distinct shapes */
+} shapes_t;
+
 static int
-encoded_size(const dbuf_layout_t *l, int64_t *out)
+same_shape(const dbuf_tensors_t *t, int64_t a, int64_t b)
+{
+  int nd = dbuf_tensors_ndim(t, a);
+  return nd == dbuf_tensors_ndim(t, b) &&
+         memcmp(dbuf_tensors_dims(t, a), dbuf_tensors_dims(t, b),
+                (size_t)nd * sizeof(int64_t)) == 0;
+}
+
+static int64_t
+shape_hash(const dbuf_tensors_t *t, int64_t i)
+{
+  int nd = dbuf_tensors_ndim(t, i);
+  return (int64_t)((XXH3_64bits(dbuf_tensors_dims(t, i), (size_t)nd * sizeof(int64_t)) ^
+                    (uint64_t)nd) >> 1);
+}
+
+/* The slot of tensor i's shape: holding it, or empty. */
+static int64_t
+shapes_slot(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
+{
+  int64_t at = shape_hash(t, i) & (s->nslots - 1);
+  while (s->slot[at] != 0 && !same_shape(t, s->rep[s->slot[at] - 1], i))
+    at = (at + 1) & (s->nslots - 1);
+  return at;
+}
+
+/* The index of tensor i's shape (it is in the table). */
+static uint32_t
+shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
+{
+  return s->slot[shapes_slot(t, s, i)] - 1;
+}
+
+static void
+shapes_free(shapes_t *s)
+{
+  free(s->slot);
+  free(s->rep);
+  memset(s, 0, sizeof *s);
+}
+
+/* Double the table and place every shape again. */
+static int
+shapes_grow(const dbuf_tensors_t *t, shapes_t *s)
+{
+  int64_t cap = s->cap ? 2 * s->cap : 16;
+  int64_t *rep = dbuf__reallocn(s->rep, cap, sizeof *rep);
+  if (rep == NULL)
+    return DBUF_ENOMEM;
+  s->rep = rep;
+  s->cap = cap;
+  uint32_t *slot = dbuf__calloc(4 * cap, sizeof *slot);
+  if (slot == NULL)
+    return DBUF_ENOMEM;
+  free(s->slot);
+  s->slot = slot;
+  s->nslots = 4 * cap;
+  for (int64_t k = 0; k < s->nshapes; k++)
+    s->slot[shapes_slot(t, s, s->rep[k])] = (uint32_t)(k + 1);
+  return 0;
+}
+
+static int
+shapes_build(const dbuf_tensors_t *t, int64_t n, shapes_t *s)
+{
+  int rc = 0;
+  memset(s, 0, sizeof *s);
+  if (n > UINT32_MAX)
+    return DBUF_EOVERFLOW;
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    if (s->nshapes == s->cap && (rc = shapes_grow(t, s)) != 0)
+      break;
+    int64_t at = shapes_slot(t, s, i);
+    if (s->slot[at] == 0) {
+      s->rep[s->nshapes] = i;
+      s->slot[at] = (uint32_t)++s->nshapes;
+      s->dim_words += dbuf_tensors_ndim(t, i);
+    }
+  }
+  if (rc != 0)
+    shapes_free(s);
+  return rc;
+}
+
+/* Bytes the name of tensor i shares with the name of tensor i - 1. */
+static int64_t
+name_prefix(const dbuf_tensors_t *t, int64_t i)
+{
+  if (i == 0)
+    return 0;
+  const char *a = dbuf_tensors_name(t, i - 1), *b = dbuf_tensors_name(t, i);
+  int64_t k = 0;
+  while (a[k] != '\0' && a[k] == b[k])
+    k++;
+  return k;
+}
+
+/* A layout ready to be written: its shapes, section payloads and length. */
+typedef struct {
+  const dbuf_layout_t *l;
+  shapes_t s;
+  int64_t sec[SEC_COUNT]; /* payload bytes of each section */
+  int nsec;
+  int64_t total;
+} prepared_t;
+
+/* The shapes and every length; every sum checked. */
+static int
+prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l);
-  int64_t total = DBUF_WIRE_HEADER_BYTES + 8, sec, w;
-  int rc = 0;
-
-  /* TENSORS */
-  sec = 16;
+  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l), names = 0, total;
+  int rc;
+  memset(m, 0, sizeof *m);
+  m->l = l;
+  if ((rc = shapes_build(t, n, &m->s)) != 0)
+    return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
+                      (long long)n);
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    int64_t rec = (int64_t)strlen(dbuf_tensors_name(t, i));
-    rc = dbuf__add(rec, 8 * (2 + TENSOR_WORDS + (int64_t)dbuf_tensors_ndim(t, i)),
-                   &rec);
-    if (rc == 0)
-      rc = dbuf__add(sec, rec, &sec);
+    int64_t len = (int64_t)strlen(dbuf_tensors_name(t, i));
+    rc = len > UINT32_MAX ? DBUF_EOVERFLOW : dbuf__add(names, len - name_prefix(t, i), &names);
   }
-  if (rc == 0)
-    rc = dbuf__add(total, sec, &total);
-  /* OFFSETS, RANGE, OWNERS */
-  if (rc == 0 && (rc = dbuf__mul(n, 8, &w)) == 0)
-    rc = dbuf__add(total, 16 + w, &total);
-  if (rc == 0)
-    rc = dbuf__add(total, 16 + 8 * (nr + 1), &total);
-  if (rc == 0 && dbuf_layout_owners(l) != NULL)
-    rc = dbuf__add(total, 16 + w, &total);
+  m->sec[SEC_SHAPES] = 4 * m->s.nshapes + 8 * m->s.dim_words; /* <= 132 n */
+  m->sec[SEC_TENSORS] = RECORD_BYTES * n;                      /* n < 2^32 */
+  m->sec[SEC_NAMES] = names;
+  m->sec[SEC_OFFSETS] = 8 * n;
+  m->sec[SEC_RANGE] = 8 * (nr + 1);
+  m->sec[SEC_OWNERS] = 4 * n;
+  m->nsec = dbuf_layout_owners(l) != NULL ? 6 : 5;
+  total = DBUF_WIRE_HEADER_BYTES + 8;
+  for (int k = SEC_SHAPES; k < SEC_SHAPES + m->nsec && rc == 0; k++)
+    if ((rc = dbuf__add(total, 16, &total)) == 0)
+      rc = dbuf__add(total, m->sec[k], &total);
   if (rc == 0 && (uint64_t)total > SIZE_MAX)
     rc = DBUF_EOVERFLOW;
-  if (rc == 0)
-    *out = total;
-  return rc;
+  if (rc != 0) {
+    shapes_free(&m->s);
+    return dbuf__diag(diag, DBUF_EOVERFLOW, "layout of %lld tensors is too large to serialize",
+                      (long long)n);
+  }
+  m->total = total;
+  return 0;
+}
+
+/* The message of a prepared layout at w->pos (byte map in dbuf/wire.h);
+ * returns the trailer (the message's checksum).  Not streaming, the
+ * checksums are taken from w->p; streaming, the message starts the stream. */
+static uint64_t
+write_message(const prepared_t *m, writer_t *w)
+{
+  const dbuf_layout_t *l = m->l;
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
+  const int *own = dbuf_layout_owners(l);
+  int64_t n = dbuf_layout_ntensors(l), base = w->pos;
+  int nr = dbuf_layout_nranks(l);
+
+  w_bytes(w, DBUF_WIRE_MAGIC, 8);
+  w_u64(w, DBUF_WIRE_VERSION);
+  w_i64(w, m->total);
+  w_u64(w, DBUF_WIRE_HEADER_BYTES);
+  w_u64(w, (uint64_t)dbuf_layout_kind(l));
+  w_i64(w, nr);
+  w_i64(w, dbuf_layout_block_size(l));
+  w_i64(w, dbuf_layout_chunk_size(l));
+  w_i64(w, dbuf_layout_size(l));
+  w_i64(w, n);
+  w_u64(w, 0); /* layout flags */
+  w_i64(w, m->s.nshapes);
+  w_u64(w, (uint64_t)m->nsec);
+  w_u64(w, RECORD_BYTES);
+  w_u64(w, 0);
+  w_u64(w, XXH3_64bits(w->p + base, HDR_SUM_AT)); /* the window holds the header */
+
+  w_u64(w, SEC_SHAPES);
+  w_i64(w, m->sec[SEC_SHAPES]);
+  for (int64_t k = 0; k < m->s.nshapes; k++) {
+    int nd = dbuf_tensors_ndim(t, m->s.rep[k]);
+    const int64_t *dims = dbuf_tensors_dims(t, m->s.rep[k]);
+    w_u32(w, (uint32_t)nd);
+    for (int d = 0; d < nd; d++)
+      w_i64(w, dims[d]);
+  }
+  w_u64(w, SEC_TENSORS);
+  w_i64(w, m->sec[SEC_TENSORS]);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t pre = name_prefix(t, i), len = (int64_t)strlen(dbuf_tensors_name(t, i));
+    w_u32(w, shapes_index(t, &m->s, i));
+    w_u32(w, (uint32_t)pre);
+    w_u32(w, (uint32_t)(len - pre));
+    w_u32(w, 0); /* flags */
+  }
+  w_u64(w, SEC_NAMES);
+  w_i64(w, m->sec[SEC_NAMES]);
+  for (int64_t i = 0; i < n; i++) {
+    const char *name = dbuf_tensors_name(t, i) + name_prefix(t, i);
+    w_bytes(w, name, (int64_t)strlen(name));
+  }
+  w_u64(w, SEC_OFFSETS);
+  w_i64(w, m->sec[SEC_OFFSETS]);
+  for (int64_t i = 0; i < n; i++)
+    w_i64(w, off[i]);
+  w_u64(w, SEC_RANGE);
+  w_i64(w, m->sec[SEC_RANGE]);
+  for (int r = 0; r <= nr; r++)
+    w_i64(w, range[r]);
+  if (own != NULL) {
+    w_u64(w, SEC_OWNERS);
+    w_i64(w, m->sec[SEC_OWNERS]);
+    for (int64_t i = 0; i < n; i++)
+      w_u32(w, (uint32_t)own[i]);
+  }
+  uint64_t sum;
+  if (w->st != NULL) {
+    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
+    w->hashed += w->pos;
+    w->pos = 0;
+    sum = XXH3_64bits_digest(w->st);
+  } else {
+    sum = XXH3_64bits(w->p + base, (size_t)(w->pos - base));
+  }
+  w_u64(w, sum);
+  return sum;
 }
 
 int
 dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
                  dbuf_diag_t *diag)
 {
-  int64_t total;
+  prepared_t m;
+  int rc;
   if (l == NULL || buf == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (encoded_size(l, &total) != 0)
-    return dbuf__diag(diag, DBUF_EOVERFLOW,
-                      "layout of %lld tensors is too large to serialize",
-                      (long long)dbuf_layout_ntensors(l));
-  uint8_t *p = malloc((size_t)total);
-  if (p == NULL)
+  if ((rc = prepare(l, &m, diag)) != 0)
+    return rc;
+  uint8_t *p = malloc((size_t)m.total);
+  if (p == NULL) {
+    shapes_free(&m.s);
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
-                      (long long)total);
-
-  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
-  const int *own = dbuf_layout_owners(l);
-  int64_t n = dbuf_layout_ntensors(l);
-  int nr = dbuf_layout_nranks(l);
-  writer_t w = {p, 0};
-
-  w_bytes(&w, DBUF_WIRE_MAGIC, 8);
-  w_u64(&w, DBUF_WIRE_VERSION);
-  w_i64(&w, total);
-  w_u64(&w, DBUF_WIRE_HEADER_BYTES);
-  w_u64(&w, (uint64_t)dbuf_layout_kind(l));
-  w_i64(&w, nr);
-  w_i64(&w, dbuf_layout_block_size(l));
-  w_i64(&w, dbuf_layout_chunk_size(l));
-  w_i64(&w, dbuf_layout_size(l));
-  w_i64(&w, n);
-  w_u64(&w, 0); /* layout flags */
-  w_u64(&w, TENSOR_WORDS);
-  w_u64(&w, own ? 4 : 3);
-  w_u64(&w, 0);
-  w_u64(&w, 0);
-  w_u64(&w, XXH3_64bits(p, HDR_SUM_AT));
-
-  /* TENSORS: the payload length is patched once known. */
-  int64_t lenpos;
-  w_u64(&w, SEC_TENSORS);
-  lenpos = w.pos;
-  w_u64(&w, 0);
-  for (int64_t i = 0; i < n; i++) {
-    const char *name = dbuf_tensors_name(t, i);
-    int64_t nl = (int64_t)strlen(name);
-    int nd = dbuf_tensors_ndim(t, i);
-    const int64_t *dims = dbuf_tensors_dims(t, i);
-    w_i64(&w, nl);
-    w_bytes(&w, name, nl);
-    w_u64(&w, (uint64_t)nd);
-    for (int d = 0; d < nd; d++)
-      w_i64(&w, dims[d]);
-    w_u64(&w, 0); /* flags */
-    w_u64(&w, 0); /* elem_size: not given */
+                      (long long)m.total);
   }
-  put_u64(p + lenpos, (uint64_t)(w.pos - lenpos - 8));
-
-  w_u64(&w, SEC_OFFSETS);
-  w_i64(&w, 8 * n);
-  for (int64_t i = 0; i < n; i++)
-    w_i64(&w, off[i]);
-  w_u64(&w, SEC_RANGE);
-  w_i64(&w, 8 * ((int64_t)nr + 1));
-  for (int r = 0; r <= nr; r++)
-    w_i64(&w, range[r]);
-  if (own != NULL) {
-    w_u64(&w, SEC_OWNERS);
-    w_i64(&w, 8 * n);
-    for (int64_t i = 0; i < n; i++)
-      w_i64(&w, own[i]);
-  }
-  w_u64(&w, XXH3_64bits(p, (size_t)w.pos));
-  if (w.pos != total) { /* a bug in encoded_size(), never input */
+  writer_t w = {p, 0, NULL, 0};
+  write_message(&m, &w);
+  shapes_free(&m.s);
+  if (w.pos != m.total) { /* a bug in prepare(), never input */
     free(p);
     return dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
-                      (long long)w.pos, (long long)total);
+                      (long long)w.pos, (long long)m.total);
   }
   *buf = p;
-  *len = total;
+  *len = m.total;
   return 0;
 }
 
@@ -214,104 +417,6 @@ r_i64(reader_t *r, int64_t *v)
 }
 
 /* Read `count` words into a new array; count is checked against the bytes left. */
-static int
-r_words(reader_t *r, int64_t count, int64_t **out)
-{
-  if (count < 0 || count > (r->end - r->pos) / 8)
-    return DBUF_EFORMAT;
-  int64_t *v = dbuf__mallocn(count > 0 ? count : 1, sizeof *v);
-  if (v == NULL)
-    return DBUF_ENOMEM;
-  for (int64_t i = 0; i < count; i++)
-    r_i64(r, &v[i]);
-  *out = v;
-  return 0;
-}
-
-static int
-read_tensors(reader_t *r, int64_t n, int64_t words, dbuf_tensors_t **out,
-             dbuf_diag_t *diag)
-{
-  dbuf_tensors_t *t = NULL;
-  char *name = NULL;
-  int rc;
-  /* Each record holds at least 8 + 1 + 8 + 8 + 8 * words bytes. */
-  if (n > (r->end - r->pos) / (25 + 8 * words))
-    return dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: %lld tensors do not fit a %lld-byte section",
-                      (long long)n, (long long)(r->end - r->pos));
-  if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf_tensors_reserve(t, n)) != 0) {
-    dbuf_tensors_destroy(t);
-    return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
-  }
-  for (int64_t i = 0; i < n; i++) {
-    int64_t nl, dims[DBUF_MAX_DIMS];
-    uint64_t nd, flags, esize;
-    if (r_i64(r, &nl) != 0 || nl < 1 || nl > r->end - r->pos) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: tensor %lld: name length does not fit", (long long)i);
-      goto fail;
-    }
-    free(name);
-    if ((name = malloc((size_t)nl + 1)) == NULL) {
-      rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-      goto fail;
-    }
-    memcpy(name, r->p + r->pos, (size_t)nl);
-    name[nl] = '\0';
-    r->pos += nl;
-    if (strlen(name) != (size_t)nl) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL in its name",
-                      (long long)i);
-      goto fail;
-    }
-    if (r_u64(r, &nd) != 0 || nd < 1 || nd > DBUF_MAX_DIMS) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %s: bad dim count",
-                      name);
-      goto fail;
-    }
-    for (uint64_t d = 0; d < nd; d++) {
-      if (r_i64(r, &dims[d]) != 0) {
-        rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %s: truncated shape",
-                        name);
-        goto fail;
-      }
-    }
-    if (r_u64(r, &flags) != 0 || r_u64(r, &esize) != 0) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %s: truncated record", name);
-      goto fail;
-    }
-    if (flags != 0 || esize > 64) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: tensor %s: unknown flags 0x%llx or element size %llu",
-                      name, (unsigned long long)flags, (unsigned long long)esize);
-      goto fail;
-    }
-    for (int64_t k = TENSOR_WORDS; k < words; k++) { /* later fields: skip */
-      uint64_t skip;
-      if (r_u64(r, &skip) != 0) {
-        rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %s: truncated record",
-                        name);
-        goto fail;
-      }
-    }
-    if ((rc = dbuf_tensors_add(t, name, (int)nd, dims, diag)) != 0)
-      goto fail;
-  }
-  if (r->pos != r->end) {
-    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the tensors",
-                    (long long)(r->end - r->pos));
-    goto fail;
-  }
-  free(name);
-  *out = t;
-  return 0;
-fail:
-  free(name);
-  dbuf_tensors_destroy(t);
-  return rc;
-}
-
 int
 dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum)
 {
@@ -347,18 +452,18 @@ check_envelope(const uint8_t *p, int64_t len, dbuf_diag_t *diag)
   uint64_t version = get_u64(p + 8);
   if (version != DBUF_WIRE_VERSION)
     return dbuf__diag(diag, DBUF_EVERSION,
-                      "wire: format version %llu, this build reads version %d",
+                      "wire: format version %llu, this build reads only version %d "
+                      "(every rank must run the same dbuf-shard)",
                       (unsigned long long)version, DBUF_WIRE_VERSION);
   return 0;
 }
 
-/* A message being decoded: its header fields, then the sections' contents. */
+/* A message being decoded: its header fields, then where each section is. */
 typedef struct {
-  uint64_t kind, words, nsec;
-  int64_t nranks, block, chunk, size, n;
-  int seen; /* bit per section tag */
-  dbuf_tensors_t *t;
-  int64_t *offsets, *range, *own64;
+  uint64_t kind, nsec, rec;
+  int64_t nranks, block, chunk, size, n, nshapes;
+  int64_t at[SEC_COUNT], len[SEC_COUNT]; /* payload of each known section */
+  int seen;                              /* bit per section tag */
 } msg_t;
 
 /* The header words after the envelope (byte map in dbuf/wire.h). */
@@ -372,56 +477,34 @@ read_header(const uint8_t *p, msg_t *m, dbuf_diag_t *diag)
   m->chunk = (int64_t)get_u64(p + 56);
   m->size = (int64_t)get_u64(p + 64);
   m->n = (int64_t)get_u64(p + 72);
-  m->words = get_u64(p + 88);
+  m->nshapes = (int64_t)get_u64(p + 88);
   m->nsec = get_u64(p + 96);
-  if (hdr != DBUF_WIRE_HEADER_BYTES || lflags != 0 || get_u64(p + 104) != 0 ||
-      get_u64(p + 112) != 0 || m->words < TENSOR_WORDS || m->words > 64)
+  m->rec = get_u64(p + 104);
+  if (hdr != DBUF_WIRE_HEADER_BYTES || lflags != 0 || get_u64(p + 112) != 0)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown header fields");
+  if (m->rec < RECORD_BYTES || m->rec > RECORD_MAX)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor records of %llu bytes (%d to %d)",
+                      (unsigned long long)m->rec, RECORD_BYTES, RECORD_MAX);
   if (m->kind < DBUF_LAYOUT_PADDED || m->kind > DBUF_LAYOUT_COMPACT)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown layout kind %llu",
                       (unsigned long long)m->kind);
   if (m->nranks < 1 || m->nranks > INT_MAX)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: rank count %lld out of range",
                       (long long)m->nranks);
-  if (m->n < 0)
-    return dbuf__diag(diag, DBUF_EFORMAT, "wire: negative tensor count");
+  if (m->n < 0 || m->n > UINT32_MAX)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor count %lld out of range (0 to %llu)",
+                      (long long)m->n, (unsigned long long)UINT32_MAX);
+  if (m->nshapes < 0 || m->nshapes > m->n)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld shapes for %lld tensors",
+                      (long long)m->nshapes, (long long)m->n);
   return 0;
 }
 
-/* One required section (tag already checked) read from sr. */
+/* Where every section is; each known tag once, the optional ones skipped. */
 static int
-read_section(reader_t *sr, uint64_t tag, msg_t *m, dbuf_diag_t *diag)
-{
-  int64_t want, plen = sr->end - sr->pos;
-  int rc;
-  switch (tag) {
-  case SEC_TENSORS:
-    return read_tensors(sr, m->n, (int64_t)m->words, &m->t, diag);
-  case SEC_OFFSETS:
-    rc = r_words(sr, want = m->n, &m->offsets);
-    break;
-  case SEC_RANGE:
-    rc = r_words(sr, want = m->nranks + 1, &m->range);
-    break;
-  default: /* SEC_OWNERS */
-    rc = r_words(sr, want = m->n, &m->own64);
-    break;
-  }
-  if (rc == DBUF_ENOMEM)
-    return dbuf__diag(diag, rc, "wire: out of memory");
-  if (rc != 0 || sr->pos != sr->end)
-    return dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: section %llu holds %lld bytes, expected %lld words",
-                      (unsigned long long)tag, (long long)plen, (long long)want);
-  return 0;
-}
-
-/* Every section between the header and the trailer. */
-static int
-read_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
+find_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
 {
   reader_t r = {p, DBUF_WIRE_HEADER_BYTES, len - 8};
-  int rc;
   for (uint64_t s = 0; s < m->nsec; s++) {
     uint64_t tag;
     int64_t plen;
@@ -429,51 +512,189 @@ read_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
         plen > r.end - r.pos)
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
                         (unsigned long long)s);
-    reader_t sr = {p, r.pos, r.pos + plen};
+    if (tag < SEC_OPTIONAL) {
+      if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
+        return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
+                          (unsigned long long)tag);
+      m->seen |= 1 << tag;
+      m->at[tag] = r.pos;
+      m->len[tag] = plen;
+    }
     r.pos += plen;
-    if (tag >= SEC_OPTIONAL)
-      continue;
-    if (tag < SEC_TENSORS || tag > SEC_OWNERS || (m->seen & (1 << tag)))
-      return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
-                        (unsigned long long)tag);
-    m->seen |= 1 << tag;
-    if ((rc = read_section(&sr, tag, m, diag)) != 0)
-      return rc;
   }
   if (r.pos != r.end)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the sections",
                       (long long)(r.end - r.pos));
-  int need = (1 << SEC_TENSORS) | (1 << SEC_OFFSETS) | (1 << SEC_RANGE);
-  if ((m->seen & need) != need)
-    return dbuf__diag(diag, DBUF_EFORMAT, "wire: a required section is missing");
+  for (int tag = SEC_SHAPES; tag <= SEC_RANGE; tag++)
+    if (!(m->seen & (1 << tag)))
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: required section %d is missing", tag);
   return 0;
 }
 
-/* The layout from the sections: the range's end, the owners, then the parts. */
+/* A section that must hold count items of size bytes. */
 static int
-assemble(msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
+sized(const msg_t *m, int tag, int64_t count, int64_t size, const char *what,
+      dbuf_diag_t *diag)
 {
+  int64_t want;
+  if (dbuf__mul(count, size, &want) != 0 || want != m->len[tag])
+    return dbuf__diag(diag, DBUF_EFORMAT,
+                      "wire: section %d (%s) holds %lld bytes, %lld of %lld bytes expected",
+                      tag, what, (long long)m->len[tag], (long long)count, (long long)size);
+  return 0;
+}
+
+/* Start offset of each shape in SHAPES (one pass, every ndim checked). */
+static int
+read_shapes(const uint8_t *p, const msg_t *m, int64_t *shape_at, dbuf_diag_t *diag)
+{
+  int64_t pos = m->at[SEC_SHAPES], end = pos + m->len[SEC_SHAPES];
+  for (int64_t k = 0; k < m->nshapes; k++) {
+    if (end - pos < 4)
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: shape %lld of %lld is truncated",
+                        (long long)k, (long long)m->nshapes);
+    uint32_t nd = get_u32(p + pos);
+    if (nd < 1 || nd > DBUF_MAX_DIMS || (end - pos - 4) / 8 < nd)
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: shape %lld: %u dims (1 to %d, in the "
+                        "section)", (long long)k, nd, DBUF_MAX_DIMS);
+    shape_at[k] = pos;
+    pos += 4 + 8 * (int64_t)nd;
+  }
+  if (pos != end)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the shapes",
+                      (long long)(end - pos));
+  return 0;
+}
+
+/* The tensor list: records, names and shapes.  One list with its arrays
+ * reserved up front and one name buffer: no allocation per tensor. */
+static int
+read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
+             dbuf_tensors_t **out, dbuf_diag_t *diag)
+{
+  dbuf_tensors_t *t = NULL;
+  char *name = NULL;
+  int64_t cap = 0, len = 0, npos = m->at[SEC_NAMES], nend = npos + m->len[SEC_NAMES];
+  int rc;
+  if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf_tensors_reserve(t, m->n)) != 0) {
+    dbuf_tensors_destroy(t);
+    return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
+  }
+  for (int64_t i = 0; i < m->n && rc == 0; i++) {
+    const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
+    uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
+    int64_t dims[DBUF_MAX_DIMS];
+    dbuf_diag_t d;
+    if (sh >= m->nshapes || fl != 0 || pre > len || (int64_t)suf > nend - npos ||
+        (int64_t)pre + suf < 1) {
+      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: %s", (long long)i,
+                      sh >= m->nshapes ? "shape index out of the table"
+                      : fl != 0        ? "unknown flags"
+                      : pre > len      ? "name prefix longer than the previous name"
+                      : (int64_t)suf > nend - npos ? "name runs past the names section"
+                                                   : "empty name");
+      break;
+    }
+    if (memchr(p + npos, '\0', suf) != NULL) {
+      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL byte in the name",
+                      (long long)i);
+      break;
+    }
+    len = (int64_t)pre + suf;
+    if (len + 1 > cap) { /* doubling: a few reallocations in all */
+      int64_t c = cap ? cap : 256;
+      while (c < len + 1)
+        c *= 2; /* len < 2^33 */
+      char *nb = dbuf__reallocn(name, c, 1);
+      if (nb == NULL) {
+        rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+        break;
+      }
+      name = nb;
+      cap = c;
+    }
+    memcpy(name + pre, p + npos, suf);
+    name[len] = '\0';
+    npos += suf;
+    uint32_t nd = get_u32(p + shape_at[sh]);
+    for (uint32_t k = 0; k < nd; k++)
+      dims[k] = (int64_t)get_u64(p + shape_at[sh] + 4 + 8 * (int64_t)k);
+    dbuf_diag_clear(&d);
+    if ((rc = dbuf_tensors_add(t, name, (int)nd, dims, &d)) != 0)
+      rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
+  }
+  if (rc == 0 && npos != nend)
+    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the names",
+                    (long long)(nend - npos));
+  free(name);
+  if (rc != 0) {
+    dbuf_tensors_destroy(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+/* n little-endian words at p into a new array. */
+static int64_t *
+read_words(const uint8_t *p, int64_t n)
+{
+  int64_t *v = dbuf__mallocn(n, sizeof *v);
+  for (int64_t i = 0; v != NULL && i < n; i++)
+    v[i] = (int64_t)get_u64(p + 8 * i);
+  return v;
+}
+
+/* The layout from the sections: sizes, shapes, tensors, then the parts. */
+static int
+assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  dbuf_tensors_t *t = NULL;
+  int64_t *shape_at = NULL, *offsets = NULL, *range = NULL;
   int *owners = NULL;
   int rc;
-  if (m->range[m->nranks] != m->size)
-    return dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
-                      (long long)m->range[m->nranks], (long long)m->size);
-  if (m->own64 != NULL) {
-    owners = dbuf__mallocn(m->n > 0 ? m->n : 1, sizeof *owners);
-    if (owners == NULL)
-      return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-    for (int64_t i = 0; i < m->n; i++) {
-      dbuf_diag_t d;
-      if ((rc = dbuf_layout_check_owner(m->t, i, m->own64[i], (int)m->nranks, &d)) != 0) {
-        free(owners);
-        return dbuf__diag(diag, rc, "wire: %s", d.msg);
-      }
-      owners[i] = (int)m->own64[i];
-    }
+  int has_own = (m->seen & (1 << SEC_OWNERS)) != 0;
+  if ((rc = sized(m, SEC_TENSORS, m->n, (int64_t)m->rec, "tensor records", diag)) != 0 ||
+      (rc = sized(m, SEC_OFFSETS, m->n, 8, "offsets", diag)) != 0 ||
+      (rc = sized(m, SEC_RANGE, m->nranks + 1, 8, "rank range", diag)) != 0 ||
+      (has_own && (rc = sized(m, SEC_OWNERS, m->n, 4, "owners", diag)) != 0))
+    return rc;
+  if (m->nshapes > m->len[SEC_SHAPES] / 12)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld shapes do not fit a %lld-byte section",
+                      (long long)m->nshapes, (long long)m->len[SEC_SHAPES]);
+  shape_at = dbuf__mallocn(m->nshapes, sizeof *shape_at);
+  offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
+  range = read_words(p + m->at[SEC_RANGE], m->nranks + 1);
+  if (has_own)
+    owners = dbuf__mallocn(m->n, sizeof *owners);
+  if (shape_at == NULL || offsets == NULL || range == NULL || (has_own && owners == NULL)) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+    goto out;
   }
-  rc = dbuf_layout_from_parts(m->t, (dbuf_layout_kind_t)m->kind, (int)m->nranks,
-                              m->block, m->chunk, m->size, m->offsets, m->range,
-                              owners, out, diag);
+  if ((rc = read_shapes(p, m, shape_at, diag)) != 0 ||
+      (rc = read_tensors(p, m, shape_at, &t, diag)) != 0)
+    goto out;
+  if (range[m->nranks] != m->size) {
+    rc = dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
+                    (long long)range[m->nranks], (long long)m->size);
+    goto out;
+  }
+  for (int64_t i = 0; has_own && i < m->n; i++) {
+    dbuf_diag_t d;
+    int64_t o = get_u32(p + m->at[SEC_OWNERS] + 4 * i);
+    if ((rc = dbuf_layout_check_owner(t, i, o, (int)m->nranks, &d)) != 0) {
+      rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
+      goto out;
+    }
+    owners[i] = (int)o;
+  }
+  rc = dbuf_layout_from_parts(t, (dbuf_layout_kind_t)m->kind, (int)m->nranks, m->block,
+                              m->chunk, m->size, offsets, range, owners, out, diag);
+out:
+  dbuf_tensors_destroy(t);
+  free(shape_at);
+  free(offsets);
+  free(range);
   free(owners);
   return rc;
 }
@@ -491,28 +712,35 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
   if ((rc = check_envelope(p, len, diag)) != 0)
     return rc;
   memset(&m, 0, sizeof m);
-  if ((rc = read_header(p, &m, diag)) == 0 && (rc = read_sections(p, len, &m, diag)) == 0)
-    rc = assemble(&m, out, diag);
-  dbuf_tensors_destroy(m.t);
-  free(m.offsets);
-  free(m.range);
-  free(m.own64);
+  if ((rc = read_header(p, &m, diag)) == 0 && (rc = find_sections(p, len, &m, diag)) == 0)
+    rc = assemble(p, &m, out, diag);
   return rc;
 }
 
 int
 dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
 {
-  void *buf;
-  int64_t len;
-  if (digest == NULL)
+  prepared_t m;
+  int rc;
+  if (l == NULL || digest == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  int rc = dbuf_wire_encode(l, &buf, &len, diag);
-  if (rc != 0)
+  if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
-  dbuf_wire_checksum(buf, len, digest);
-  free(buf);
-  return 0;
+  /* The message is hashed as it is written, a window at a time: the
+   * digest costs O(shapes + WINDOW) memory, not the message. */
+  uint8_t *win = malloc(WINDOW);
+  XXH3_state_t *st = XXH3_createState();
+  if (win == NULL || st == NULL || XXH3_64bits_reset(st) != XXH_OK) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
+  } else {
+    writer_t w = {win, 0, st, 0};
+    *digest = write_message(&m, &w);
+    assert(w.hashed + w.pos == m.total);
+  }
+  XXH3_freeState(st);
+  free(win);
+  shapes_free(&m.s);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -522,13 +750,14 @@ enum {
   PLAN_HDR_SUM_AT = 56 /* header checksum word of a plan message */
 };
 
-/* Encode every buffer's layout once; the plan message copies them. */
+/* Every buffer's layout prepared (its shapes and lengths), then written
+ * straight into the one plan message: no second copy of the layouts. */
 static void
-free_msgs(void **msg, int64_t n)
+free_prepared(prepared_t *m, int64_t n)
 {
-  for (int64_t i = 0; msg != NULL && i < n; i++)
-    free(msg[i]);
-  free(msg);
+  for (int64_t i = 0; m != NULL && i < n; i++)
+    shapes_free(&m[i].s);
+  free(m);
 }
 
 int
@@ -537,9 +766,8 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
   if (p == NULL || buf == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   int64_t nb = dbuf_plan_nbuffers(p), total = DBUF_WIRE_PLAN_MIN_BYTES;
-  void **msg = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *msg);
-  int64_t *mlen = dbuf__mallocn(nb > 0 ? nb : 1, sizeof *mlen);
-  int rc = msg == NULL || mlen == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
+  prepared_t *msg = dbuf__calloc(nb, sizeof *msg);
+  int rc = msg == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
   int64_t done = 0;
   for (; rc == 0 && done < nb; done++) {
     dbuf_plan_buffer_t b;
@@ -551,10 +779,10 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
                       (long long)ul, DBUF_WIRE_UNIT_MAX);
       break;
     }
-    if ((rc = dbuf_wire_encode(b.layout, &msg[done], &mlen[done], diag)) != 0)
+    if ((rc = prepare(b.layout, &msg[done], diag)) != 0)
       break;
-    if (dbuf__add(total, 24 + ul, &total) != 0 || dbuf__add(total, mlen[done], &total) != 0 ||
-        (uint64_t)total > SIZE_MAX) {
+    if (dbuf__add(total, 24 + ul, &total) != 0 ||
+        dbuf__add(total, msg[done].total, &total) != 0 || (uint64_t)total > SIZE_MAX) {
       done++;
       rc = dbuf__diag(diag, DBUF_EOVERFLOW, "plan of %lld buffers is too large to serialize",
                       (long long)nb);
@@ -565,7 +793,7 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                     (long long)total);
   if (rc == 0) {
-    writer_t w = {out, 0};
+    writer_t w = {out, 0, NULL, 0};
     w_bytes(&w, DBUF_WIRE_PLAN_MAGIC, 8);
     w_u64(&w, DBUF_WIRE_PLAN_VERSION);
     w_i64(&w, total);
@@ -581,16 +809,15 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
       w_i64(&w, ul);
       w_bytes(&w, b.unit, ul);
       w_u64(&w, (uint64_t)b.dtype);
-      w_i64(&w, mlen[i]);
-      w_bytes(&w, msg[i], mlen[i]);
+      w_i64(&w, msg[i].total);
+      write_message(&msg[i], &w);
     }
     w_u64(&w, XXH3_64bits(out, (size_t)w.pos));
     assert(w.pos == total);
     *buf = out;
     *len = total;
   }
-  free_msgs(msg, done);
-  free(mlen);
+  free_prepared(msg, done);
   return rc;
 }
 
@@ -674,7 +901,7 @@ dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag
   uint64_t version = get_u64(q + 8);
   if (version != DBUF_WIRE_PLAN_VERSION)
     return dbuf__diag(diag, DBUF_EVERSION, "wire: plan format version %llu, this build "
-                      "reads version %d", (unsigned long long)version, DBUF_WIRE_PLAN_VERSION);
+                      "reads only version %d (every rank must run the same dbuf-shard)", (unsigned long long)version, DBUF_WIRE_PLAN_VERSION);
   int64_t nb = (int64_t)get_u64(q + 24), nranks = (int64_t)get_u64(q + 32);
   /* The smallest buffer: a 1-byte name, three words and a minimal layout. */
   const int64_t min_buf = 25 + DBUF_WIRE_MIN_BYTES;

@@ -87,6 +87,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               NULL) != 0)
       return 0;
     FUZZ_CHECK(dbuf_wire_encode(l, &msg, &len, NULL) == 0);
+    /* The digest (hashed as written, no message) is the message's checksum. */
+    uint64_t dig = 0, sum = 1;
+    FUZZ_CHECK(dbuf_wire_digest(l, &dig, NULL) == 0 && dbuf_wire_checksum(msg, len, &sum) == 0 &&
+               dig == sum);
     dbuf_layout_destroy(l);
     decode(msg, len);
     free(msg);
