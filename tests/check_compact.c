@@ -569,7 +569,7 @@ static const struct {
   int max_percent;
 } zoo_node_misses[] = {
     {"llama-3.1-8b", 1024, 7},  /* +6.93%: the bound, 16 x 4 Mi a node */
-    {"llama-3.1-70b", 1024, 10}, /* +9.57%; none under +3.45% */
+    {"llama-3.1-70b", 1024, 6}, /* +5.99% (worst fit); none under +3.45% */
     {"mixtral-8x7b", 1024, 13}, /* +12.63%: the bound, 98 x 4 Mi a node */
 };
 
