@@ -152,6 +152,11 @@ enum {
       {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
       {"naming", required_argument, NULL, CLI_OPT_NAMING}
 
+/* The end of a subcommand's option table: -o OUT, --help, the terminator. */
+#define CLI_OUTPUT_LONGOPTS                                                    \
+  {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},  \
+      {NULL, 0, NULL, 0}
+
 #define CLI_PLAN_LONGOPTS                                                      \
   CLI_INPUT_LONGOPTS, {"dp", required_argument, NULL, CLI_OPT_DP},             \
       {"layout", required_argument, NULL, CLI_OPT_LAYOUT},                     \

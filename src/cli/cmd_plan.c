@@ -462,9 +462,7 @@ cmd_plan(int argc, char **argv)
       {"pieces", no_argument, NULL, OPT_PIECES},
       {"ranks", required_argument, NULL, OPT_RANKS},
       {"state", required_argument, NULL, OPT_STATE},
-      {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+      CLI_OUTPUT_LONGOPTS};
   cli_plan_opts_t o;
   const char *out = NULL, *format = "summary", *ranks = NULL;
   int svg_ranks[2];
