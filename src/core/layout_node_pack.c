@@ -170,6 +170,61 @@ npack_run(npack_t *np, int64_t seg, int nranks, int k, int worst, int64_t *off,
 }
 
 /*
+ * np->bysize[m], filled in id order, sorted by numel descending, then id: a
+ * hash table finds the distinct sizes (a model has few: its layer shapes),
+ * only those are sorted, and a counting sort, stable, lists the tensors.
+ * O(m + sizes log sizes) instead of a comparison sort of m keys.
+ */
+static int
+sort_by_size(npack_t *np)
+{
+  int64_t m = np->m, cap = 16, bits = 4, d = 0;
+  while (cap < 2 * m) {
+    cap *= 2;
+    bits++;
+  }
+  int64_t *slot = dbuf__calloc(cap, sizeof *slot);        /* size class + 1, 0 = free */
+  dbuf__key3_t *sizes = dbuf__mallocn(m, sizeof *sizes);   /* (-numel, 0, class) */
+  int64_t *cls = dbuf__mallocn(m, sizeof *cls), *pos = dbuf__mallocn(m + 1, sizeof *pos);
+  dbuf__key3_t *sorted = dbuf__mallocn(m, sizeof *sorted);
+  int rc = DBUF_ENOMEM;
+  if (slot == NULL || sizes == NULL || cls == NULL || pos == NULL || sorted == NULL)
+    goto out;
+  for (int64_t q = 0; q < m; q++) {
+    int64_t a = np->bysize[q].a;
+    uint64_t h = ((uint64_t)a * 0x9e3779b97f4a7c15ULL) >> (64 - bits);
+    while (slot[h] != 0 && sizes[slot[h] - 1].a != a)
+      h = (h + 1) & (uint64_t)(cap - 1);
+    if (slot[h] == 0) {
+      sizes[d].a = a;
+      sizes[d].b = 0;
+      sizes[d].id = d;
+      slot[h] = ++d;
+    }
+    cls[q] = slot[h] - 1;
+  }
+  qsort(sizes, (size_t)d, sizeof *sizes, dbuf__key3_cmp);
+  for (int64_t c = 0; c < d; c++) /* slot reused: class -> its sorted place */
+    slot[sizes[c].id] = c;
+  memset(pos, 0, (size_t)(m + 1) * sizeof *pos);
+  for (int64_t q = 0; q < m; q++)
+    pos[slot[cls[q]] + 1]++;
+  for (int64_t c = 0; c < d; c++)
+    pos[c + 1] += pos[c];
+  for (int64_t q = 0; q < m; q++)
+    sorted[pos[slot[cls[q]]]++] = np->bysize[q];
+  memcpy(np->bysize, sorted, (size_t)m * sizeof *sorted);
+  rc = 0;
+out:
+  free(slot);
+  free(sizes);
+  free(cls);
+  free(pos);
+  free(sorted);
+  return rc;
+}
+
+/*
  * First fit decreasing, and when it leaves tensors without a node, worst
  * fit decreasing (see the top of the file): *left is the latter's.
  */
@@ -230,7 +285,10 @@ dbuf__layout_build_node_packed(const dbuf_tensors_t *t, const dbuf_layout_params
       np.m++;
     }
   }
-  qsort(np.bysize, (size_t)np.m, sizeof *np.bysize, dbuf__key3_cmp);
+  if (sort_by_size(&np) != 0) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors", (long long)n);
+    goto fail;
+  }
 
   /*
    * The least segment (in chunks) found feasible: from the lower bound, grow
