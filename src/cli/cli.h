@@ -194,6 +194,19 @@ int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
 #define CLI_OPT_BAD (CLI_EXIT_USAGE + 100)
 
 /*
+ * The option loop of plan and compare: getopt_long (":o:h") over longopts
+ * from optind (set optind = 1 and opterr = 0 before the first call), the
+ * shared planning options through cli_plan_opt(), -o OUT into *out, --help
+ * through usage(stdout), a missing value, an unknown option (cmd names the
+ * subcommand) and a stray argument refused with their message.  Returns
+ * the next option for the caller's own switch, or CLI_OPTS_END (all read),
+ * CLI_OPTS_HELP (help printed: exit 0), CLI_OPTS_BAD (error printed: exit 2).
+ */
+enum { CLI_OPTS_END = -1, CLI_OPTS_HELP = -2, CLI_OPTS_BAD = -3 };
+int cli_next_opt(cli_plan_opts_t *o, const char *cmd, int argc, char **argv,
+                 const struct option *longopts, void (*usage)(FILE *), const char **out);
+
+/*
  * Read the tensors named by the options (default: the built-in default
  * model; with the parallel options, its stage o->stage, or the largest
  * stage when -1), set their dtypes (a --dtype-map rule that matches the

@@ -195,12 +195,7 @@ cmd_compare(int argc, char **argv)
   }
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-    int h = cli_plan_opt(&o, c, optarg, argv, argc);
-    if (h == 1)
-      continue;
-    if (h == CLI_OPT_BAD)
-      goto out;
+  while ((c = cli_next_opt(&o, "compare", argc, argv, longopts, compare_usage, &out)) >= 0) {
     switch (c) {
     case OPT_NODE_SIZE:
       if (cli_parse_i64("node-size", optarg, 1, INT_MAX, &node_size) != 0)
@@ -212,20 +207,10 @@ cmd_compare(int argc, char **argv)
     case OPT_FORMAT:
       format = optarg;
       break;
-    case 'o':
-      out = optarg;
-      break;
-    case 'h':
-      compare_usage(stdout);
-      rc = CLI_EXIT_OK;
-      goto out;
-    default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("compare", c, argv, longopts);
-      goto out;
     }
   }
-  if (optind < argc) {
-    cli_err("compare: unexpected argument '%s'", argv[optind]);
+  if (c != CLI_OPTS_END) {
+    rc = c == CLI_OPTS_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     goto out;
   }
   int json = strcmp(format, "json") == 0;
