@@ -5,6 +5,7 @@
  */
 #include "dbuf/layout.h"
 #include "dbuf/peers.h"
+#include "dbuf/plan.h"
 #include "dbuf/tensors.h"
 
 #include <check.h>
@@ -258,6 +259,107 @@ START_TEST(test_random_simulated)
 }
 END_TEST
 
+/*
+ * dbuf_scheme_measure_plan on random models split into random units, some
+ * tensors fp32 (4 bytes) and the rest bf16 (2): every summed figure equals
+ * the sum of dbuf_scheme_measure over the buffers' tensor lists in their
+ * element sizes, and the largest and smallest rank come from per-rank sums
+ * computed here: the segments of the layout kinds' own layouts, or, for the
+ * peers (every rank stores the same), each buffer's max_rank_bytes.
+ */
+START_TEST(test_plan_sums)
+{
+  test_rng_state = 0x2545f4914f6cdd1dULL ^ (uint64_t)_i * 0x9e3779b97f4a7c15ULL;
+  for (int iter = 0; iter < 40; iter++) {
+    dbuf_tensors_t *t;
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    int n = 1 + (int)(test_rng() % 10), nunits = 1 + (int)(test_rng() % 3);
+    const char *unit_of[10];
+    static const char *const names[] = {"u0", "u1", "u2"};
+    for (int i = 0; i < n; i++) {
+      int64_t dims[2] = {(int64_t)(test_rng() % 13), 1 + (int64_t)(test_rng() % 9)};
+      char name[16];
+      snprintf(name, sizeof name, "r%d", i);
+      ck_assert_int_eq(dbuf_tensors_add(t, name, 1 + (int)(test_rng() % 2), dims, NULL), 0);
+      if (test_rng() % 3 == 0)
+        dbuf_tensors_set_dtype(t, i, DBUF_DTYPE_F32);
+      unit_of[i] = names[test_rng() % (uint64_t)nunits];
+    }
+    int W = 1 + (int)(test_rng() % 9), K = (int)(test_rng() % 4);
+    dbuf_units_t *u;
+    dbuf_plan_t *plan;
+    dbuf_layout_params_t p;
+    ck_assert_int_eq(dbuf_units_from_names(t, unit_of, &u, NULL), 0);
+    dbuf_layout_params_init(&p);
+    p.kind = DBUF_LAYOUT_UNPADDED;
+    p.nranks = W;
+    ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &p, 0, &plan, NULL), 0);
+    for (int i = 0; i < dbuf_scheme_count(); i++) {
+      dbuf_shard_stats_t st, want;
+      dbuf_diag_t d;
+      dbuf_layout_kind_t kind;
+      int flat = dbuf_layout_kind_parse(dbuf_scheme_name(i), &kind) == 0;
+      int64_t rank[9] = {0};
+      memset(&want, 0, sizeof want);
+      want.tensors_crossing_nodes = K > 0 ? 0 : -1;
+      for (int64_t b = 0; b < dbuf_plan_nbuffers(plan); b++) {
+        dbuf_plan_buffer_t buf;
+        dbuf_shard_stats_t one;
+        const dbuf_tensors_t *bt;
+        ck_assert_int_eq(dbuf_plan_buffer(plan, b, &buf), 0);
+        bt = dbuf_layout_tensors(buf.layout);
+        ck_assert_int_eq(dbuf_scheme_measure(bt, i, W, K, buf.elem_size, &one, NULL), 0);
+        want.buffer_bytes += one.buffer_bytes;
+        want.padding_bytes += one.padding_bytes;
+        want.rows_cut += one.rows_cut;
+        want.tensors_split += one.tensors_split;
+        if (K > 0)
+          want.tensors_crossing_nodes += one.tensors_crossing_nodes;
+        if (flat) {
+          dbuf_layout_t *l;
+          p.kind = kind;
+          p.auto_owners = kind == DBUF_LAYOUT_TENSOR ? DBUF_OWNERS_NUMEL : 0;
+          p.node_size = kind == DBUF_LAYOUT_TENSOR ? 0 : K;
+          ck_assert_int_eq(dbuf_layout_build(bt, &p, &l, NULL), 0);
+          for (int r = 0; r < W; r++)
+            rank[r] += (dbuf_layout_range(l)[r + 1] - dbuf_layout_range(l)[r]) * buf.elem_size;
+          dbuf_layout_destroy(l);
+        } else {
+          ck_assert_int_eq(one.max_rank_bytes, one.min_rank_bytes);
+          for (int r = 0; r < W; r++)
+            rank[r] += one.max_rank_bytes;
+        }
+      }
+      want.max_rank_bytes = want.min_rank_bytes = rank[0];
+      for (int r = 1; r < W; r++) {
+        want.max_rank_bytes = rank[r] > want.max_rank_bytes ? rank[r] : want.max_rank_bytes;
+        want.min_rank_bytes = rank[r] < want.min_rank_bytes ? rank[r] : want.min_rank_bytes;
+      }
+      ck_assert_msg(dbuf_scheme_measure_plan(plan, i, K, &st, &d) == 0, "%s", d.msg);
+      ck_assert_msg(memcmp(&st, &want, sizeof st) == 0,
+                    "iter %d %s W %d K %d: %lld %lld %lld %lld %lld %lld %lld, want %lld %lld "
+                    "%lld %lld %lld %lld %lld",
+                    iter, dbuf_scheme_name(i), W, K, (long long)st.buffer_bytes,
+                    (long long)st.padding_bytes, (long long)st.max_rank_bytes,
+                    (long long)st.min_rank_bytes, (long long)st.rows_cut,
+                    (long long)st.tensors_split, (long long)st.tensors_crossing_nodes,
+                    (long long)want.buffer_bytes, (long long)want.padding_bytes,
+                    (long long)want.max_rank_bytes, (long long)want.min_rank_bytes,
+                    (long long)want.rows_cut, (long long)want.tensors_split,
+                    (long long)want.tensors_crossing_nodes);
+    }
+    dbuf_shard_stats_t st;
+    ck_assert_int_eq(dbuf_scheme_measure_plan(plan, -1, K, &st, NULL), DBUF_EINVAL);
+    ck_assert_int_eq(dbuf_scheme_measure_plan(plan, 0, -1, &st, NULL), DBUF_EINVAL);
+    ck_assert_int_eq(dbuf_scheme_measure_plan(plan, 0, K, NULL, NULL), DBUF_EINVAL);
+    ck_assert_int_eq(dbuf_scheme_measure_plan(NULL, 0, K, &st, NULL), DBUF_EINVAL);
+    dbuf_plan_destroy(plan);
+    dbuf_units_destroy(u);
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
 START_TEST(test_errors)
 {
   dbuf_tensors_t *t = hand_model();
@@ -311,6 +413,7 @@ main(void)
   tc = tcase_create("simulated");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_random_simulated, 0, 4);
+  tcase_add_loop_test(tc, test_plan_sums, 0, 4);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

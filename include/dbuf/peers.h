@@ -10,8 +10,9 @@
  *    chunks of ceil(d0 / W) rows (torch.chunk: trailing ranks may hold
  *    nothing), each rank's storage padded to ceil(d0 / W) rows;
  *  - fsdp1 (PyTorch FSDP1, FlatParameter, use_orig_params=False): the
- *    parameters of one unit -- here the whole model -- concatenated in
- *    order, padded to a multiple of W and cut into W equal chunks;
+ *    parameters of one unit -- the whole model, or with a plan each
+ *    buffer's (unit, dtype) -- concatenated in order, padded to a multiple
+ *    of W and cut into W equal chunks;
  *  - zero3 (DeepSpeed ZeRO-3): every parameter flattened on its own, padded
  *    to a multiple of W and cut into W equal partitions.
  * Every scheme is measured in O(n log n + W) for n tensors, every count
@@ -27,6 +28,7 @@
 
 #include "dbuf/error.h"
 #include "dbuf/layout.h"
+#include "dbuf/plan.h"
 #include "dbuf/tensors.h"
 
 #include <stdint.h>
@@ -87,6 +89,29 @@ DBUF_EXPORT int dbuf_scheme_measure(const dbuf_tensors_t *tensors, int i,
                                     int nranks, int ranks_per_node,
                                     int64_t elem_size, dbuf_shard_stats_t *st,
                                     dbuf_diag_t *diag);
+
+/**
+ * \brief Shard the tensors of every buffer of a plan by scheme i, each
+ * buffer on its own, and measure the whole.
+ *
+ * Not collective.  Only the plan's grouping is used (each buffer's tensor
+ * list, element size and nranks), not its layouts: a trainer with one flat
+ * buffer per FSDP unit and dtype shards each buffer by the scheme, so
+ * padded, compact, unpadded and tensor are built per buffer as
+ * dbuf_scheme_measure() builds them, FSDP1 makes each buffer one flat
+ * parameter (FSDP1 wraps per unit, and a FlatParameter has one dtype), and
+ * FSDP2 and ZeRO-3, per parameter anyway, are unchanged but for the
+ * element sizes.  buffer_bytes, padding_bytes, rows_cut, tensors_split and
+ * tensors_crossing_nodes are sums over the buffers, each in its own
+ * element size; max_rank_bytes and min_rank_bytes are the largest and
+ * smallest of the per-rank sums over the buffers.  O(buffers x nranks)
+ * beside the builds.
+ * \return 0, or DBUF_EINVAL (NULL or empty plan, i out of range,
+ *   ranks_per_node < 0), DBUF_EOVERFLOW, DBUF_ENOMEM, the errors of
+ *   dbuf_scheme_measure()
+ */
+DBUF_EXPORT int dbuf_scheme_measure_plan(const dbuf_plan_t *p, int i, int ranks_per_node,
+                                         dbuf_shard_stats_t *st, dbuf_diag_t *diag);
 
 /**
  * \brief Measure a layout as dbuf_scheme_measure() measures its schemes:

@@ -166,6 +166,11 @@ enum {
       {"vocab-divisor", required_argument, NULL, CLI_OPT_VOCAB_DIVISOR},       \
       {"naming", required_argument, NULL, CLI_OPT_NAMING}
 
+/* The end of a subcommand's option table: -o OUT, --help, the terminator. */
+#define CLI_OUTPUT_LONGOPTS                                                    \
+  {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},  \
+      {NULL, 0, NULL, 0}
+
 #define CLI_PLAN_LONGOPTS                                                      \
   CLI_INPUT_LONGOPTS, {"dp", required_argument, NULL, CLI_OPT_DP},             \
       {"layout", required_argument, NULL, CLI_OPT_LAYOUT},                     \
@@ -201,6 +206,19 @@ void cli_plan_opts_free(cli_plan_opts_t *o);
 int cli_plan_opt(cli_plan_opts_t *o, int c, const char *arg, char **argv,
                  int argc);
 #define CLI_OPT_BAD (CLI_EXIT_USAGE + 100)
+
+/*
+ * The option loop of plan and compare: getopt_long (":o:h") over longopts
+ * from optind (set optind = 1 and opterr = 0 before the first call), the
+ * shared planning options through cli_plan_opt(), -o OUT into *out, --help
+ * through usage(stdout), a missing value, an unknown option (cmd names the
+ * subcommand) and a stray argument refused with their message.  Returns
+ * the next option for the caller's own switch, or CLI_OPTS_END (all read),
+ * CLI_OPTS_HELP (help printed: exit 0), CLI_OPTS_BAD (error printed: exit 2).
+ */
+enum { CLI_OPTS_END = -1, CLI_OPTS_HELP = -2, CLI_OPTS_BAD = -3 };
+int cli_next_opt(cli_plan_opts_t *o, const char *cmd, int argc, char **argv,
+                 const struct option *longopts, void (*usage)(FILE *), const char **out);
 
 /*
  * Read the tensors named by the options (default: the built-in default

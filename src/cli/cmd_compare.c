@@ -3,6 +3,7 @@
 
 #include "dbuf/models.h"
 #include "dbuf/peers.h"
+#include "dbuf/plan.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -18,7 +19,7 @@ compare_usage(FILE *f)
   fprintf(f,
           "Usage: dbuf-shard compare [--shapes FILE | --model NAME | "
           "--safetensors FILE...]\n"
-          "                          --dp N [--dtype T] [--node-size K]\n"
+          "                          --dp N [--dtype T] [--units U] [--node-size K]\n"
           "                          [--schemes LIST] [--format text|json] [-o OUT]\n"
           "Shard the tensors by every scheme and compare them, one line per scheme\n"
           "(serial: no MPI).  Schemes:\n");
@@ -31,7 +32,14 @@ compare_usage(FILE *f)
           "  --safetensors FILE...  checkpoint headers\n"
           "  --order FILE           tensor order for --safetensors\n"
           "  --dp N                 shard count W, 1 to 2^24 (required)\n"
-          "  --dtype T              element type of the byte figures (default bf16)\n"
+          "  --dtype T              element type of the byte figures (default bf16;\n"
+          "                         with --units: of every tensor, default the\n"
+          "                         file's own, else bf16)\n"
+          "  --units U              one buffer per FSDP unit and dtype, as plan\n"
+          "                         --units: none, layer, re:REGEX or a file; each\n"
+          "                         scheme shards every buffer on its own (fsdp1:\n"
+          "                         one flat parameter a buffer) and the line sums\n"
+          "                         them, max/min rank over the per-rank sums\n"
           "  --node-size K          nodes of K consecutive ranks: build padded,\n"
           "                         compact and unpadded node-aware (as plan\n"
           "                         --node-size) and add the tensors crossing node\n"
@@ -162,12 +170,11 @@ cmd_compare(int argc, char **argv)
       CLI_INPUT_LONGOPTS,
       {"dp", required_argument, NULL, CLI_OPT_DP},
       {"dtype", required_argument, NULL, CLI_OPT_DTYPE},
+      {"units", required_argument, NULL, CLI_OPT_UNITS},
       {"node-size", required_argument, NULL, OPT_NODE_SIZE},
       {"schemes", required_argument, NULL, OPT_SCHEMES},
       {"format", required_argument, NULL, OPT_FORMAT},
-      {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+      CLI_OUTPUT_LONGOPTS};
   cli_plan_opts_t o;
   const char *out = NULL, *format = "text", *schemes = NULL;
   int64_t node_size = 0;
@@ -175,6 +182,7 @@ cmd_compare(int argc, char **argv)
   char *on = calloc((size_t)nschemes, 1);
   row_t *rows = calloc((size_t)nschemes, sizeof *rows);
   dbuf_tensors_t *t = NULL;
+  dbuf_plan_t *plan = NULL;
   char *text = NULL;
   size_t len = 0;
   char what[1024];
@@ -187,12 +195,7 @@ cmd_compare(int argc, char **argv)
   }
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-    int h = cli_plan_opt(&o, c, optarg, argv, argc);
-    if (h == 1)
-      continue;
-    if (h == CLI_OPT_BAD)
-      goto out;
+  while ((c = cli_next_opt(&o, "compare", argc, argv, longopts, compare_usage, &out)) >= 0) {
     switch (c) {
     case OPT_NODE_SIZE:
       if (cli_parse_i64("node-size", optarg, 1, INT_MAX, &node_size) != 0)
@@ -204,20 +207,10 @@ cmd_compare(int argc, char **argv)
     case OPT_FORMAT:
       format = optarg;
       break;
-    case 'o':
-      out = optarg;
-      break;
-    case 'h':
-      compare_usage(stdout);
-      rc = CLI_EXIT_OK;
-      goto out;
-    default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("compare", c, argv, longopts);
-      goto out;
     }
   }
-  if (optind < argc) {
-    cli_err("compare: unexpected argument '%s'", argv[optind]);
+  if (c != CLI_OPTS_END) {
+    rc = c == CLI_OPTS_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     goto out;
   }
   int json = strcmp(format, "json") == 0;
@@ -240,12 +233,21 @@ cmd_compare(int argc, char **argv)
     goto out;
   }
 
+  if (o.units != NULL) {
+    /* Only the grouping of the plan is used: its layouts are the cheapest. */
+    o.params.kind = DBUF_LAYOUT_UNPADDED;
+    if ((rc = cli_build_plan(&o, t, what, &plan)) != 0) {
+      rc = cli_exit_code(rc);
+      goto out;
+    }
+  }
   for (int i = 0; i < nschemes; i++) {
     dbuf_diag_t d;
     if (!on[i])
       continue;
-    int e = dbuf_scheme_measure(t, i, o.params.nranks, (int)node_size, o.elem_size,
-                                &rows[nrows].st, &d);
+    int e = plan != NULL ? dbuf_scheme_measure_plan(plan, i, (int)node_size, &rows[nrows].st, &d)
+                         : dbuf_scheme_measure(t, i, o.params.nranks, (int)node_size,
+                                               o.elem_size, &rows[nrows].st, &d);
     if (e != 0) {
       cli_err("%s: %s: %s", what, dbuf_scheme_name(i), d.msg);
       rc = cli_exit_code(e);
@@ -270,6 +272,10 @@ cmd_compare(int argc, char **argv)
                      dbuf_report_count(g1, sizeof g1, dbuf_tensors_count(t)),
                      dbuf_report_count(g2, sizeof g2, dbuf_tensors_total(t)), o.dtype,
                      o.params.nranks);
+    if (plan != NULL && k > 0 && (size_t)k < sizeof head)
+      k += snprintf(head + k, sizeof head - (size_t)k, ", units %s (%s buffer%s)", o.units,
+                    dbuf_report_count(g1, sizeof g1, dbuf_plan_nbuffers(plan)),
+                    dbuf_plan_nbuffers(plan) == 1 ? "" : "s");
     if (node_size > 0 && k > 0 && (size_t)k < sizeof head)
       snprintf(head + k, sizeof head - (size_t)k, ", nodes of %lld ranks",
                (long long)node_size);
@@ -287,6 +293,7 @@ out:
   free(text);
   free(on);
   free(rows);
+  dbuf_plan_destroy(plan);
   dbuf_tensors_destroy(t);
   cli_plan_opts_free(&o);
   return rc;

@@ -534,9 +534,7 @@ cmd_plan(int argc, char **argv)
       {"pieces", no_argument, NULL, OPT_PIECES},
       {"ranks", required_argument, NULL, OPT_RANKS},
       {"state", required_argument, NULL, OPT_STATE},
-      {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+      CLI_OUTPUT_LONGOPTS};
   cli_plan_opts_t o;
   const char *out = NULL, *format = "summary", *ranks = NULL;
   int svg_ranks[2];
@@ -548,12 +546,7 @@ cmd_plan(int argc, char **argv)
   cli_plan_opts_init(&o);
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-    int h = cli_plan_opt(&o, c, optarg, argv, argc);
-    if (h == 1)
-      continue;
-    if (h == CLI_OPT_BAD)
-      goto out;
+  while ((c = cli_next_opt(&o, "plan", argc, argv, longopts, plan_usage, &out)) >= 0) {
     switch (c) {
     case OPT_FORMAT:
       format = optarg;
@@ -576,20 +569,10 @@ cmd_plan(int argc, char **argv)
         goto out;
       }
       break;
-    case 'o':
-      out = optarg;
-      break;
-    case 'h':
-      plan_usage(stdout);
-      rc = CLI_EXIT_OK;
-      goto out;
-    default: /* ':' missing value, '?' unknown option */
-      cli_bad_option("plan", c, argv, longopts);
-      goto out;
     }
   }
-  if (optind < argc) {
-    cli_err("plan: unexpected argument '%s'", argv[optind]);
+  if (c != CLI_OPTS_END) {
+    rc = c == CLI_OPTS_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     goto out;
   }
   dbuf_report_format_t rfmt = 0;

@@ -726,3 +726,36 @@ cli_report_opts(const cli_plan_opts_t *o, const char *source, dbuf_report_opts_t
   ro->align_bytes = o->align_bytes;
   ro->source = source;
 }
+
+int
+cli_next_opt(cli_plan_opts_t *o, const char *cmd, int argc, char **argv,
+             const struct option *longopts, void (*usage)(FILE *), const char **out)
+{
+  int c;
+  while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+    int h = cli_plan_opt(o, c, optarg, argv, argc);
+    if (h == CLI_OPT_BAD)
+      return CLI_OPTS_BAD;
+    if (h == 1)
+      continue;
+    switch (c) {
+    case 'o':
+      *out = optarg;
+      continue;
+    case 'h':
+      usage(stdout);
+      return CLI_OPTS_HELP;
+    case ':': /* missing value */
+    case '?': /* unknown option */
+      cli_bad_option(cmd, c, argv, longopts);
+      return CLI_OPTS_BAD;
+    default:
+      return c;
+    }
+  }
+  if (optind < argc) {
+    cli_err("%s: unexpected argument '%s'", cmd, argv[optind]);
+    return CLI_OPTS_BAD;
+  }
+  return CLI_OPTS_END;
+}

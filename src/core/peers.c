@@ -17,6 +17,23 @@ typedef struct {
   int64_t rows_cut, split, crossing;
 } counts_t;
 
+/* Bytes per rank summed over the buffers of a plan: v[nranks], es the
+ * element size of the buffer being measured.  NULL: not wanted. */
+typedef struct {
+  int64_t *v;
+  int64_t es;
+} rank_acc_t;
+
+/* Add elems x es to rank r's bytes. */
+static int
+acc_add(rank_acc_t *acc, int r, int64_t elems)
+{
+  int64_t by;
+  if (dbuf__mul(elems, acc->es, &by) != 0 || dbuf__add(acc->v[r], by, &acc->v[r]) != 0)
+    return DBUF_EOVERFLOW;
+  return 0;
+}
+
 static int64_t
 ceil_div(int64_t a, int64_t b)
 {
@@ -63,7 +80,7 @@ rows_cut(const dbuf_layout_t *l, int64_t *out, dbuf_diag_t *diag)
 }
 
 static int
-layout_counts(const dbuf_layout_t *l, int ranks_per_node, counts_t *c,
+layout_counts(const dbuf_layout_t *l, int ranks_per_node, counts_t *c, rank_acc_t *acc,
               dbuf_diag_t *diag)
 {
   dbuf_layout_stats_t st;
@@ -78,6 +95,12 @@ layout_counts(const dbuf_layout_t *l, int ranks_per_node, counts_t *c,
   c->crossing = -1;
   if ((rc = rows_cut(l, &c->rows_cut, diag)) != 0)
     return rc;
+  if (acc != NULL) {
+    const int64_t *range = dbuf_layout_range(l);
+    for (int r = 0; r < dbuf_layout_nranks(l); r++)
+      if (acc_add(acc, r, range[r + 1] - range[r]) != 0)
+        return dbuf__diag(diag, DBUF_EOVERFLOW, "rank %d: bytes over the buffers overflow 64 bits", r);
+  }
   if (ranks_per_node > 0) {
     dbuf_nodes_t *nodes;
     rc = dbuf_nodes_create_blocked(l, dbuf_layout_nranks(l), ranks_per_node, 1,
@@ -98,8 +121,8 @@ layout_counts(const dbuf_layout_t *l, int ranks_per_node, counts_t *c,
  * padding at the end, so it is measured as one.
  */
 static int
-fsdp1_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
-             counts_t *c, dbuf_diag_t *diag)
+fsdp1_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node, counts_t *c,
+             rank_acc_t *acc, dbuf_diag_t *diag)
 {
   int64_t n = dbuf_tensors_count(t), total = dbuf_tensors_total(t), size;
   int64_t per = ceil_div(total, nranks);
@@ -124,7 +147,7 @@ fsdp1_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
   rc = dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, nranks, 1, 0, size, off,
                               range, NULL, &l, diag);
   if (rc == 0)
-    rc = layout_counts(l, ranks_per_node, c, diag);
+    rc = layout_counts(l, ranks_per_node, c, acc, diag);
 out:
   dbuf_layout_destroy(l);
   free(off);
@@ -191,8 +214,7 @@ zero3_param(int64_t d0, int64_t row, int64_t numel, int nranks, param_shard_t *p
 
 static int
 per_param_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
-                 param_rule_fn rule, counts_t *c,
-                 dbuf_diag_t *diag)
+                 param_rule_fn rule, counts_t *c, rank_acc_t *acc, dbuf_diag_t *diag)
 {
   int64_t n = dbuf_tensors_count(t), per_rank = 0;
   memset(c, 0, sizeof *c);
@@ -215,28 +237,31 @@ per_param_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
       c->crossing += (ps.holders - 1) / ranks_per_node > 0;
   }
   c->max_rank = c->min_rank = per_rank;
+  for (int r = 0; acc != NULL && r < nranks; r++)
+    if (acc_add(acc, r, per_rank) != 0)
+      return dbuf__diag(diag, DBUF_EOVERFLOW, "rank %d: bytes over the buffers overflow 64 bits", r);
   return 0;
 }
 
 static int
-fsdp2_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
-             counts_t *c, dbuf_diag_t *diag)
+fsdp2_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node, counts_t *c,
+             rank_acc_t *acc, dbuf_diag_t *diag)
 {
-  return per_param_counts(t, nranks, ranks_per_node, fsdp2_param, c, diag);
+  return per_param_counts(t, nranks, ranks_per_node, fsdp2_param, c, acc, diag);
 }
 
 static int
-zero3_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
-             counts_t *c, dbuf_diag_t *diag)
+zero3_counts(const dbuf_tensors_t *t, int nranks, int ranks_per_node, counts_t *c,
+             rank_acc_t *acc, dbuf_diag_t *diag)
 {
-  return per_param_counts(t, nranks, ranks_per_node, zero3_param, c, diag);
+  return per_param_counts(t, nranks, ranks_per_node, zero3_param, c, acc, diag);
 }
 
 /* ------------------------------------------------------------------ */
 /* The schemes                                                          */
 
 typedef int (*counts_fn)(const dbuf_tensors_t *t, int nranks, int ranks_per_node,
-                         counts_t *c, dbuf_diag_t *diag);
+                         counts_t *c, rank_acc_t *acc, dbuf_diag_t *diag);
 
 /* A layout kind of this project (counts NULL), or a peer's rule. */
 static const struct {
@@ -256,7 +281,7 @@ static const struct {
     {"fsdp2", 0, fsdp2_counts,
      "PyTorch FSDP2: each parameter split on dim 0, ceil(d0/W) rows a rank, padded"},
     {"fsdp1", 0, fsdp1_counts,
-     "PyTorch FSDP1: the model as one flat parameter, padded to a multiple of W"},
+     "PyTorch FSDP1: each unit one flat parameter, padded to a multiple of W"},
     {"zero3", 0, zero3_counts,
      "DeepSpeed ZeRO-3: each parameter flattened, padded to a multiple of W"},
 };
@@ -330,6 +355,30 @@ check_args(int ranks_per_node, int64_t elem_size, const dbuf_shard_stats_t *st,
   return 0;
 }
 
+/* The element figures of scheme i over t (acc: add each rank's bytes). */
+static int
+scheme_counts(const dbuf_tensors_t *t, int i, int nranks, int ranks_per_node, counts_t *c,
+              rank_acc_t *acc, dbuf_diag_t *diag)
+{
+  dbuf_layout_params_t p;
+  dbuf_layout_t *l;
+  int rc;
+  if (schemes[i].counts != NULL)
+    return schemes[i].counts(t, nranks, ranks_per_node, c, acc, diag);
+  dbuf_layout_params_init(&p);
+  p.kind = schemes[i].kind;
+  p.nranks = nranks;
+  p.auto_owners = p.kind == DBUF_LAYOUT_TENSOR ? DBUF_OWNERS_NUMEL : 0;
+  /* The flat kinds are built node-aware, as `plan --node-size` builds them. */
+  if (p.kind != DBUF_LAYOUT_TENSOR)
+    p.node_size = ranks_per_node;
+  if ((rc = dbuf_layout_build(t, &p, &l, diag)) != 0)
+    return rc;
+  rc = layout_counts(l, ranks_per_node, c, acc, diag);
+  dbuf_layout_destroy(l);
+  return rc;
+}
+
 int
 dbuf_layout_measure(const dbuf_layout_t *l, int ranks_per_node, int64_t elem_size,
                     dbuf_shard_stats_t *st, dbuf_diag_t *diag)
@@ -339,7 +388,7 @@ dbuf_layout_measure(const dbuf_layout_t *l, int ranks_per_node, int64_t elem_siz
   if (l == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if ((rc = check_args(ranks_per_node, elem_size, st, diag)) != 0 ||
-      (rc = layout_counts(l, ranks_per_node, &c, diag)) != 0)
+      (rc = layout_counts(l, ranks_per_node, &c, NULL, diag)) != 0)
     return rc;
   return to_bytes(&c, elem_size, st, diag);
 }
@@ -358,24 +407,60 @@ dbuf_scheme_measure(const dbuf_tensors_t *t, int i, int nranks, int ranks_per_no
     return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d", nranks);
   if ((rc = check_args(ranks_per_node, elem_size, st, diag)) != 0)
     return rc;
-  if (schemes[i].counts != NULL) {
-    rc = schemes[i].counts(t, nranks, ranks_per_node, &c, diag);
-  } else {
-    dbuf_layout_params_t p;
-    dbuf_layout_t *l;
-    dbuf_layout_params_init(&p);
-    p.kind = schemes[i].kind;
-    p.nranks = nranks;
-    p.auto_owners = p.kind == DBUF_LAYOUT_TENSOR ? DBUF_OWNERS_NUMEL : 0;
-    /* The flat kinds are built node-aware, as `plan --node-size` builds them. */
-    if (p.kind != DBUF_LAYOUT_TENSOR)
-      p.node_size = ranks_per_node;
-    if ((rc = dbuf_layout_build(t, &p, &l, diag)) != 0)
-      return rc;
-    rc = layout_counts(l, ranks_per_node, &c, diag);
-    dbuf_layout_destroy(l);
-  }
-  if (rc != 0)
+  if ((rc = scheme_counts(t, i, nranks, ranks_per_node, &c, NULL, diag)) != 0)
     return rc;
   return to_bytes(&c, elem_size, st, diag);
+}
+
+int
+dbuf_scheme_measure_plan(const dbuf_plan_t *p, int i, int ranks_per_node,
+                         dbuf_shard_stats_t *st, dbuf_diag_t *diag)
+{
+  int64_t nb = dbuf_plan_nbuffers(p);
+  int nranks = dbuf_plan_nranks(p), rc;
+  dbuf_shard_stats_t sum;
+  rank_acc_t acc;
+  if (p == NULL || nb < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL or empty plan");
+  if (i < 0 || i >= NSCHEMES)
+    return dbuf__diag(diag, DBUF_EINVAL, "scheme %d out of range [0, %d)", i, NSCHEMES);
+  if ((rc = check_args(ranks_per_node, 1, st, diag)) != 0)
+    return rc;
+  if ((acc.v = dbuf__calloc(nranks, sizeof *acc.v)) == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
+  memset(&sum, 0, sizeof sum);
+  sum.tensors_crossing_nodes = ranks_per_node > 0 ? 0 : -1;
+  for (int64_t b = 0; b < nb; b++) {
+    dbuf_plan_buffer_t buf;
+    dbuf_shard_stats_t one;
+    counts_t c;
+    if ((rc = dbuf_plan_buffer(p, b, &buf)) != 0) {
+      rc = dbuf__diag(diag, rc, "buffer %lld: %s", (long long)b, dbuf_strerror(rc));
+      goto out;
+    }
+    acc.es = buf.elem_size;
+    if ((rc = scheme_counts(dbuf_layout_tensors(buf.layout), i, nranks, ranks_per_node, &c,
+                            &acc, diag)) != 0 ||
+        (rc = to_bytes(&c, buf.elem_size, &one, diag)) != 0)
+      goto out;
+    if (dbuf__add(sum.buffer_bytes, one.buffer_bytes, &sum.buffer_bytes) != 0 ||
+        dbuf__add(sum.padding_bytes, one.padding_bytes, &sum.padding_bytes) != 0) {
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW, "bytes over the buffers overflow 64 bits");
+      goto out;
+    }
+    /* counts of tensors and rows: each at most the tensors' elements */
+    sum.rows_cut += one.rows_cut;
+    sum.tensors_split += one.tensors_split;
+    if (ranks_per_node > 0)
+      sum.tensors_crossing_nodes += one.tensors_crossing_nodes;
+  }
+  sum.max_rank_bytes = sum.min_rank_bytes = acc.v[0];
+  for (int r = 1; r < nranks; r++) {
+    sum.max_rank_bytes = acc.v[r] > sum.max_rank_bytes ? acc.v[r] : sum.max_rank_bytes;
+    sum.min_rank_bytes = acc.v[r] < sum.min_rank_bytes ? acc.v[r] : sum.min_rank_bytes;
+  }
+  *st = sum;
+out:
+  free(acc.v);
+  return rc;
 }

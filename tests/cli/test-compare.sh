@@ -98,6 +98,57 @@ run compare --shapes "$DATA/compare-nodes.shapes" --dp 4 --schemes padded,unpadd
 expect_json '[.[] | [.scheme, .max_rank_bytes, .min_rank_bytes, .tensors_split, .tensors_crossing_nodes]]' \
   '[["padded", 6, 6, 2, null], ["unpadded", 6, 6, 2, null]]' "node-aware: without --node-size"
 
+# --units: every scheme shards each buffer (unit, dtype) on its own; the
+# line sums the buffers, max/min rank over the per-rank sums.  Units u1 = a,
+# b (30 elements), u2 = c, d (11), dp 4, nodes of 2 ranks.
+# padded/compact (node-aware): u1 chunk 4, bound 32, segments of 8, node
+#   span 16: a (24 > 16) at 0 crosses 16, b at 24; cuts 8, 16 (a's row
+#   starts), 24: a split.  u2 chunk 3, bound 12, segments of 3, span 6:
+#   d (6) at 0, c at 6; cut 3 is d's row start, 9 inside c (rows of 1): c
+#   and d split, none crosses.  44 elements (88 bytes), padding 2 + 1 (6),
+#   8 + 3 a rank (22), 3 split, 1 crossing.
+# unpadded: u1 cuts 7.5, 15, 22.5 go to a's row starts 8, 16, 24 (a larger
+#   than a node's share 15: it may cross); u2 cuts 2.75 -> 3, 5.5 -> 5 (d's
+#   start), 8.25 -> 8 (d's row 1).  Ranks 8+3, 8+2, 8+3, 6+3: 22 and 18
+#   bytes; a, c, d split; a crosses.
+# tensor (LPT per buffer, ties lowest rank): a -> 0, b -> 1; d -> 0, c -> 1:
+#   ranks 30, 11, 0, 0 elements: 60 and 0 bytes.
+# fsdp2, zero3: per parameter anyway: as without units.
+# fsdp1: one flat parameter a buffer.  u1 30 -> 32, 8 a rank: boundaries 8,
+#   16 (a's row starts), 24 (b's start): no row cut, a split and crosses 16.
+#   u2 11 -> 12, 3 a rank: 3 inside c (rows of 1), 6 and 9 inside d's rows
+#   [5, 8) and [8, 11): 2 rows cut, c and d split, d crosses 6.  88 bytes,
+#   6 padding, 22 a rank, 2 rows cut, 3 split, 2 crossing.
+printf 'a u1\nb u1\nc u2\nd u2\n' >"$T/units.txt"
+run compare --shapes "$M" --dp 4 --node-size 2 --units "$T/units.txt" --format json
+expect_code 0 "units: exit"
+expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .min_rank_bytes, .rows_cut, .tensors_split, .tensors_crossing_nodes]]' \
+  '[["padded", 88, 6, 22, 22, 0, 3, 1], ["compact", 88, 6, 22, 22, 0, 3, 1],
+    ["unpadded", 82, 0, 22, 18, 0, 3, 1],
+    ["tensor", 82, 0, 60, 0, 0, 0, 0], ["fsdp2", 120, 38, 30, 30, 0, 4, 3],
+    ["fsdp1", 88, 6, 22, 22, 2, 3, 2], ["zero3", 96, 14, 24, 24, 4, 4, 4]]' "units: the hand figures"
+run compare --shapes "$M" --dp 4 --units "$T/units.txt" --schemes fsdp1
+expect_out "compare: $M, 4 tensors, 41 elements, dtype bf16, dp 4, units $T/units.txt (2 buffers)
+scheme  buffer bytes  padding bytes  padding  max rank bytes  min rank bytes  rows cut  tensors split  crossing nodes
+fsdp1             88              6  6.8182%              22              22         2              3               -" \
+  "units: text head"
+# --units none with c in fp32: buffers all/bf16 (a, b, d: 36) and all/fp32
+# (c).  fsdp2: a 8 + b 2 + d 3 bf16 and c 2 fp32 a rank = 34 bytes, 136 in
+# all, logical 72 + 20 = 92.  fsdp1: 36 bf16 elements, 9 a rank: 9 and 18
+# inside a's rows 2 and 4, 27 inside b's row 1: 3 rows cut, a and b split;
+# c 5 -> 8, 2 a rank, split.  72 + 32 = 104 bytes, padding 3 x 4 = 12, 9 x 2
+# + 2 x 4 = 26 a rank.  Without --units every tensor counts as --dtype (bf16).
+printf 'a 6x4\nb 3x2\nc 5 fp32\nd 2x3\n' >"$T/mixed.shapes"
+run compare --shapes "$T/mixed.shapes" --dp 4 --units none --schemes fsdp2,fsdp1 --format json
+expect_json '[.[] | [.scheme, .buffer_bytes, .padding_bytes, .max_rank_bytes, .min_rank_bytes, .rows_cut, .tensors_split]]' \
+  '[["fsdp2", 136, 44, 34, 34, 0, 4], ["fsdp1", 104, 12, 26, 26, 3, 3]]' "units: each buffer's dtype"
+run compare --shapes "$T/mixed.shapes" --dp 4 --schemes fsdp2 --format json
+expect_json '[.[] | .buffer_bytes]' '[120]' "no units: one element size"
+bad "units regex" "dbuf-shard: --units: regular expression '(x': Unmatched ( or \\(" \
+  compare --shapes "$M" --dp 4 --units 're:(x'
+bad "units file" "dbuf-shard: --units: $T/none.txt: cannot open: No such file or directory" \
+  compare --shapes "$M" --dp 4 --units "$T/none.txt"
+
 # Without --node-size the column is "-" / null; fp32 doubles the bytes.
 run compare --shapes "$M" --dp 4 --format json --dtype fp32 --schemes zero3,fsdp2
 expect_json '.' '[{"scheme": "fsdp2", "buffer_bytes": 240, "padding_bytes": 76, "max_rank_bytes": 60,
