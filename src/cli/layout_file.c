@@ -7,6 +7,7 @@
 
 #include "dbuf/layout_json.h"
 #include "dbuf/shapes_io.h"
+#include "dbuf/wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,24 +81,33 @@ problems_verdict(const char *path, const cli_problems_t *probs)
   return DBUF_EVERIFY; /* read and checked: it fails the check, like verify */
 }
 
-/* A version-1 file's one layout again, as the one buffer (unit "all") of
- * dtype: --dtype forces the dtype of a file that holds a single layout. */
+/* The file's one buffer again, as the one buffer (unit "all") of dtype:
+ * --dtype forces the dtype of a file that holds a single layout.  The
+ * layout is copied through the wire format (the plan owns its own). */
 static int
-retype_single(const char *path, const char *text, size_t len, dbuf_dtype_t dtype,
-              dbuf_plan_t **p)
+retype_single(const char *path, dbuf_dtype_t dtype, dbuf_plan_t **p)
 {
+  dbuf_plan_buffer_t b;
   dbuf_layout_t *l = NULL;
   dbuf_plan_t *np = NULL;
+  void *msg = NULL;
+  int64_t len = 0;
   dbuf_diag_t d;
-  int rc = dbuf_layout_from_json(path, text, len, &l, &d);
+  dbuf_diag_clear(&d);
+  int rc = dbuf_plan_buffer(*p, 0, &b);
+  if (rc == 0)
+    rc = dbuf_wire_encode(b.layout, &msg, &len, &d);
+  if (rc == 0)
+    rc = dbuf_wire_decode(msg, len, &l, &d);
+  free(msg);
   if (rc == 0 && (rc = dbuf_plan_create(&np)) != 0)
-    snprintf(d.msg, sizeof d.msg, "%s: %s", path, dbuf_strerror(rc));
+    snprintf(d.msg, sizeof d.msg, "%s", dbuf_strerror(rc));
   if (rc == 0) {
     rc = dbuf_plan_add(np, DBUF_UNIT_ALL, dtype, l, NULL, &d);
     l = NULL; /* the plan's now, added or not */
   }
   if (rc != 0) {
-    cli_err("%s", d.msg);
+    cli_err("%s: %s", path, d.msg[0] ? d.msg : dbuf_strerror(rc));
     dbuf_layout_destroy(l);
     dbuf_plan_destroy(np);
     return rc;
@@ -142,7 +152,7 @@ cli_layout_file_load(const char *path, int nranks, dbuf_dtype_t dtype, int dtype
     goto out;
   }
   if (dtype_set && dbuf_plan_buffer(p, 0, &b) == 0 && b.dtype != dtype &&
-      (rc = retype_single(path, text, len, dtype, &p)) != 0)
+      (rc = retype_single(path, dtype, &p)) != 0)
     goto out;
   for (int64_t k = 0; k < dbuf_plan_nbuffers(p) && rc == 0; k++) {
     dbuf_plan_buffer(p, k, &b);

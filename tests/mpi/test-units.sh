@@ -97,6 +97,13 @@ jq_is "$T/l1.json" '[.verdict, [.buffers[] | [.unit, .dtype, .elem_size]]]' '["P
 mpi 2 --layout-file "$T/v1.json" --dtype fp32 -q --report "$T/l1f.json"
 jq_is "$T/l1f.json" '[.verdict, [.buffers[] | [.unit, .dtype, .elem_size]], .plan.bytes == .plan.size * 4]' \
   '["PASS", [["all", "fp32", 4]], true]' "layout file v1 --dtype fp32: the buffer retyped"
+# The same single layout written as version 2 (one buffer "all"): --dtype
+# retypes it too.
+jq '{format, version: 2, buffers: [{unit: "all", dtype: "bf16"} + del(.format, .version)]}' "$T/v1.json" >"$T/one2.json"
+mpi 2 --layout-file "$T/one2.json" --dtype fp32 -q --report "$T/l12.json"
+expect_code 0 "layout file v2 of one buffer --dtype fp32: exit 0"
+jq_is "$T/l12.json" '[.verdict, [.buffers[] | [.unit, .dtype, .elem_size]]]' '["PASS", [["all", "fp32", 4]]]' \
+  "layout file v2 of one buffer --dtype fp32: retyped"
 
 # ---- a fault caught in one buffer, named with it ----
 DBUF_FAULT=corrupt:1 mpi 2 --safetensors "$T/mixed.safetensors" --units layer -q --report "$T/f.json"
