@@ -137,6 +137,10 @@ npack_run(npack_t *np, int64_t seg, int nranks, int k, int worst, int head, int6
       return DBUF_EOVERFLOW;
   }
   np->large = p > p0;
+  if (p > size) { /* a head pushed the large tensors past the buffer's end */
+    *left = p - size;
+    return 0;
+  }
   for (int64_t j = 0; j < np->mt.base; j++) {
     int64_t free = 0;
     if (j < np->nnodes) {
