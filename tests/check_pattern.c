@@ -228,8 +228,8 @@ END_TEST
 /*
  * Fills of 4 MiB and more take the streaming stores (around the caches):
  * a 5 MB to 40 MB buffer (odd row length, so rows start at every alignment)
- * filled whole, from an odd start, and into a pointer off a 16-byte
- * boundary, equals the oracle element by element and the fill in pieces
+ * filled whole, from an odd start, into a pointer off a 16-byte boundary and
+ * into pointers off any element boundary (1, 4, 6 bytes), equals the oracle element by element and the fill in pieces
  * under 4 MiB; the verifier passes it and names a corrupted element in the
  * middle by tensor, row and column.
  */
@@ -263,6 +263,13 @@ START_TEST(test_large_fill)
       ck_assert_int_eq(dbuf_pattern_fill(l, a, b, ref + a * es, es, NULL, NULL), 0);
     }
     ck_assert(memcmp(ref, buf, (size_t)(size * es)) == 0);
+    /* Into addresses off every element boundary (a view into a mapped
+     * file need not be aligned): the same bytes. */
+    for (int mis = 1; mis < 8; mis += 2 + (mis == 1)) {
+      ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, mem + mis, es, NULL, NULL), 0);
+      ck_assert_msg(memcmp(ref, mem + mis, (size_t)(size * es)) == 0, "es %lld mis %d",
+                    (long long)es, mis);
+    }
     /* From an odd start to an odd end, streamed. */
     ck_assert_int_eq(dbuf_pattern_fill(l, 3, size - 5, buf, es, NULL, NULL), 0);
     ck_assert(memcmp(ref + 3 * es, buf, (size_t)((size - 8) * es)) == 0);

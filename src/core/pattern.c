@@ -140,12 +140,15 @@ xor_stream(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat)
   size_t h = (size_t)(-(uintptr_t)dst & 15), i;
   if (n < h + 64)
     return 0;
-  /* dst is element-aligned, so h is a whole number of elements, and pat
-   * repeats every element: the bytes from h on see pat unchanged. */
+  /* Byte i takes byte i & 7 of pat: the 16-byte stores from h on take pat
+   * rotated by h bytes (dst need not be element-aligned: a view into a
+   * mapped file is not). */
   const uint8_t *pb = (const uint8_t *)&pat;
   for (i = 0; i < h; i++)
     dst[i] = src[i] ^ pb[i & 7];
-  __m128i p = _mm_set1_epi64x((long long)pat);
+  unsigned rot = (unsigned)(h & 7) * 8;
+  uint64_t pr = rot ? pat >> rot | pat << (64 - rot) : pat;
+  __m128i p = _mm_set1_epi64x((long long)pr);
   for (; i + 16 <= n; i += 16)
     _mm_stream_si128((__m128i *)(void *)(dst + i),
                      _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + i)), p));
@@ -183,13 +186,15 @@ xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat, int stream)
   uint8_t pb[8];
   size_t i = stream ? xor_stream(dst, src, n, pat) : 0;
   memcpy(pb, &pat, 8);
-  for (; i + 32 <= n; i += 32) {
+  /* The word loops take pat as it is: from a multiple of 8 bytes only
+   * (after streaming, what is left is under 16 bytes anyway). */
+  for (; (i & 7) == 0 && i + 32 <= n; i += 32) {
     v4u64 x;
     memcpy(&x, src + i, 32);
     x ^= p;
     memcpy(dst + i, &x, 32);
   }
-  for (; i + 8 <= n; i += 8) {
+  for (; (i & 7) == 0 && i + 8 <= n; i += 8) {
     uint64_t x;
     memcpy(&x, src + i, 8);
     x ^= pat;
