@@ -555,6 +555,121 @@ section_at(const uint8_t *buf, int sec)
   return pos;
 }
 
+/*
+ * Front-coded names cannot decode to unbounded memory: at most 64 times the
+ * message plus 64 MiB.  A forged message of 2,000 names of 65,536 bytes
+ * (131 MB) in about 123 KB: tensor 0 spells its name out, every other
+ * record is changed to share 65,531 bytes of the previous name and add its
+ * own 5 (the encoder wrote them sharing nothing); it is refused before the
+ * budget (64 x 123 KB + 64 MiB, about 75 MB) is passed, naming the tensor.
+ * The encoder refuses the same names, and a chain of 12,000 names growing a
+ * byte at a time (72 MB of names from 300 KB) is within the budget.
+ */
+static dbuf_layout_t *
+names_layout(int64_t n, const char *(*name)(int64_t, char *))
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t lp;
+  const int64_t one = 1;
+  char *buf = malloc(65537 + (size_t)n);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_int_eq(dbuf_tensors_add(t, name(i, buf), 1, &one, NULL), 0);
+  free(buf);
+  dbuf_layout_params_init(&lp);
+  lp.kind = DBUF_LAYOUT_UNPADDED;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  return l;
+}
+
+/* Tensor 0: 65,536 'Z'; tensor i: "A0001" / "B0002"..., first letters
+ * alternating so that the encoder shares nothing. */
+static const char *
+short_name(int64_t i, char *buf)
+{
+  if (i == 0) {
+    memset(buf, 'Z', 65536);
+    buf[65536] = '\0';
+  } else {
+    snprintf(buf, 16, "%c%04d", i % 2 ? 'A' : 'B', (int)i);
+  }
+  return buf;
+}
+
+/* The same names as the forged message decodes them: 65,531 'Z' first. */
+static const char *
+long_name(int64_t i, char *buf)
+{
+  short_name(i, buf);
+  if (i > 0) {
+    char tail[8];
+    memcpy(tail, buf, 6);
+    memset(buf, 'Z', 65531);
+    memcpy(buf + 65531, tail, 6);
+  }
+  return buf;
+}
+
+/* "k", "kx", "kxx", ...: each name shares the whole one before it. */
+static const char *
+chain_name(int64_t i, char *buf)
+{
+  buf[0] = 'k';
+  memset(buf + 1, 'x', (size_t)i);
+  buf[i + 1] = '\0';
+  return buf;
+}
+
+START_TEST(test_names_budget)
+{
+  dbuf_layout_t *l = names_layout(2000, short_name), *back = NULL;
+  uint8_t *buf;
+  int64_t len;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  dbuf_layout_destroy(l);
+  ck_assert_int_lt(len, 130000);
+  uint8_t *rec = buf + section_at(buf, S_TENSORS) + 16;
+  for (int64_t i = 1; i < 2000; i++) {
+    ck_assert_int_eq(rec[16 * i + 4], 0); /* shared nothing: prefix 0, suffix 5 */
+    ck_assert_int_eq(rec[16 * i + 8], 5);
+    rec[16 * i + 4] = (uint8_t)(65531 & 0xff);
+    rec[16 * i + 5] = (uint8_t)(65531 >> 8);
+  }
+  reseal(buf, len);
+  dbuf_diag_clear(&d);
+  ck_assert_int_eq(dbuf_wire_decode(buf, len, &back, &d), DBUF_EFORMAT);
+  ck_assert_ptr_null(back);
+  /* The budget: 64 x len + 64 MiB bytes of names; tensor k is the first
+   * whose 65,536 bytes pass it. */
+  int64_t k = (64 * len + ((int64_t)64 << 20)) / 65536;
+  char want[160];
+  snprintf(want, sizeof want,
+           "wire: tensor %lld: the names decode to more than 64 times the %lld-byte message",
+           (long long)k, (long long)len);
+  ck_assert_str_eq(d.msg, want);
+  free(buf);
+  /* The encoder refuses those names itself. */
+  l = names_layout(2000, long_name);
+  dbuf_diag_clear(&d);
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, &d), DBUF_EOVERFLOW);
+  ck_assert_ptr_nonnull(strstr(d.msg, "share so much"));
+  dbuf_layout_destroy(l);
+  /* A chain of 12,000 names (72 MB of names) is within the budget. */
+  l = names_layout(12000, chain_name);
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_decode(buf, len, &back, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_ntensors(back), 12000);
+  ck_assert_int_eq((int64_t)strlen(dbuf_tensors_name(dbuf_layout_tensors(back), 11999)), 12000);
+  dbuf_layout_destroy(back);
+  dbuf_layout_destroy(l);
+  free(buf);
+}
+END_TEST
+
 START_TEST(test_structural)
 {
   const structural_t *c = &structural[_i];
@@ -852,6 +967,7 @@ wire_suite(void)
   tcase_add_test(tc, test_compact_size);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);
+  tcase_add_test(tc, test_names_budget);
   tcase_add_test(tc, test_plan_messages);
   suite_add_tcase(s, tc);
   return s;

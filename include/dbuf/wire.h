@@ -100,7 +100,9 @@ extern "C" {
  * \param[out] len    its length in bytes
  * \return 0
  * \return DBUF_EINVAL     NULL argument
- * \return DBUF_EOVERFLOW  the message would exceed INT64_MAX or SIZE_MAX bytes
+ * \return DBUF_EOVERFLOW  the message would exceed INT64_MAX or SIZE_MAX bytes,
+ *                         or its names share so much that they decode to
+ *                         more than 64 times its bytes plus 64 MiB
  * \return DBUF_ENOMEM     out of memory
  */
 DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
@@ -122,7 +124,9 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  * \return DBUF_EINVAL        NULL argument, negative len
  * \return DBUF_EFORMAT       bad magic, truncated or over-long message, a
  *                            length or count that does not fit the message,
- *                            a missing or repeated section
+ *                            a missing or repeated section, names that
+ *                            decode to more than 64 times the message's
+ *                            bytes plus 64 MiB (front coding's bound)
  * \return DBUF_ECHECKSUM     header or trailer checksum mismatch
  * \return DBUF_EVERSION      a format version other than DBUF_WIRE_VERSION
  * \return DBUF_ESHAPE, DBUF_EDUP, DBUF_EOVERFLOW, DBUF_EOWNER, DBUF_ENRANKS,

@@ -231,6 +231,20 @@ name_prefix(const dbuf_tensors_t *t, int64_t i)
   return k;
 }
 
+/*
+ * Names are front-coded, so a message of L bytes could decode to names of
+ * far more (a long prefix shared by every name).  Both sides hold the
+ * decoded names to at most 64 L + 64 MiB bytes: the encoder refuses a layout
+ * beyond it (real names share a few dozen bytes: about 1.1 L), the decoder
+ * a message that claims more, before it allocates them.
+ */
+static int64_t
+names_budget(int64_t msg_bytes)
+{
+  return msg_bytes > (INT64_MAX - ((int64_t)64 << 20)) / 64 ? INT64_MAX
+                                                            : 64 * msg_bytes + ((int64_t)64 << 20);
+}
+
 /* A layout ready to be written: its shapes, section payloads and length. */
 typedef struct {
   const dbuf_layout_t *l;
@@ -245,7 +259,7 @@ static int
 prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l), names = 0, total;
+  int64_t n = dbuf_layout_ntensors(l), nr = dbuf_layout_nranks(l), names = 0, full = 0, total;
   int rc;
   memset(m, 0, sizeof *m);
   m->l = l;
@@ -255,6 +269,8 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   for (int64_t i = 0; i < n && rc == 0; i++) {
     int64_t len = (int64_t)strlen(dbuf_tensors_name(t, i));
     rc = len > UINT32_MAX ? DBUF_EOVERFLOW : dbuf__add(names, len - name_prefix(t, i), &names);
+    if (rc == 0)
+      rc = dbuf__add(full, len, &full);
   }
   m->sec[SEC_SHAPES] = 4 * m->s.nshapes + 8 * m->s.dim_words; /* <= 132 n */
   m->sec[SEC_TENSORS] = RECORD_BYTES * n;                      /* n < 2^32 */
@@ -273,6 +289,13 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
     shapes_free(&m->s);
     return dbuf__diag(diag, DBUF_EOVERFLOW, "layout of %lld tensors is too large to serialize",
                       (long long)n);
+  }
+  if (full > names_budget(total)) {
+    shapes_free(&m->s);
+    return dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "wire: the %lld tensor names (%lld bytes) share so much that they exceed "
+                      "64 times the %lld-byte message the wire format allows",
+                      (long long)n, (long long)full, (long long)total);
   }
   m->total = total;
   return 0;
@@ -464,6 +487,7 @@ typedef struct {
   int64_t nranks, block, chunk, size, n, nshapes;
   int64_t at[SEC_COUNT], len[SEC_COUNT]; /* payload of each known section */
   int seen;                              /* bit per section tag */
+  int64_t bytes;                         /* the whole message */
 } msg_t;
 
 /* The header words after the envelope (byte map in dbuf/wire.h). */
@@ -575,6 +599,7 @@ read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
   dbuf_tensors_t *t = NULL;
   char *name = NULL;
   int64_t cap = 0, len = 0, npos = m->at[SEC_NAMES], nend = npos + m->len[SEC_NAMES];
+  int64_t full = 0, budget = names_budget(m->bytes);
   int rc;
   if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf_tensors_reserve(t, m->n)) != 0) {
     dbuf_tensors_destroy(t);
@@ -601,6 +626,12 @@ read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
       break;
     }
     len = (int64_t)pre + suf;
+    if (__builtin_add_overflow(full, len, &full) || full > budget) {
+      rc = dbuf__diag(diag, DBUF_EFORMAT,
+                      "wire: tensor %lld: the names decode to more than 64 times the "
+                      "%lld-byte message", (long long)i, (long long)m->bytes);
+      break;
+    }
     if (len + 1 > cap) { /* doubling: a few reallocations in all */
       int64_t c = cap ? cap : 256;
       while (c < len + 1)
@@ -712,6 +743,7 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
   if ((rc = check_envelope(p, len, diag)) != 0)
     return rc;
   memset(&m, 0, sizeof m);
+  m.bytes = len;
   if ((rc = read_header(p, &m, diag)) == 0 && (rc = find_sections(p, len, &m, diag)) == 0)
     rc = assemble(p, &m, out, diag);
   return rc;
