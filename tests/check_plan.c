@@ -569,6 +569,7 @@ START_TEST(test_plan_json_stream)
   sink_t f = {.fail_at = 2};
   ck_assert_int_eq(dbuf_plan_write_json(p, 0, sink_write, &f), DBUF_EIO);
   ck_assert_int_eq(f.calls, 2);
+  free(f.text); /* the first call's bytes */
   f = (sink_t){.fail_at = 1};
   ck_assert_int_eq(dbuf_layout_write_json(l, 0, sink_write, &f), DBUF_EIO);
   ck_assert_int_eq(f.calls, 1);
