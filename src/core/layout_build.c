@@ -109,12 +109,27 @@ mintree_init(mintree_t *mt, int64_t n)
   return 0;
 }
 
+/* Set leaf i; the walk up stops where a minimum does not change (the ones
+ * above it cannot change either). */
 static void
 mintree_set(mintree_t *mt, int64_t i, int64_t val)
 {
   int64_t k = mt->base + i;
   mt->v[k] = val;
   for (k /= 2; k >= 1; k /= 2) {
+    int64_t a = mt->v[2 * k], b = mt->v[2 * k + 1], m = a < b ? a : b;
+    if (mt->v[k] == m)
+      break;
+    mt->v[k] = m;
+  }
+}
+
+/* The inner nodes from the leaves, bottom up: O(n), where setting the
+ * leaves one by one is O(n log n). */
+static void
+mintree_build(mintree_t *mt)
+{
+  for (int64_t k = mt->base - 1; k >= 1; k--) {
     int64_t a = mt->v[2 * k], b = mt->v[2 * k + 1];
     mt->v[k] = a < b ? a : b;
   }
@@ -188,22 +203,19 @@ frags_free(frags_t *f)
   free(f->dead);
 }
 
+/* The groups of the nf fragment keys, which are sorted in place. */
 static int
-frags_init(frags_t *f, const frag_key_t *keys_in, int64_t nf)
+frags_init(frags_t *f, frag_key_t *keys, int64_t nf)
 {
-  int rc = DBUF_ENOMEM;
-  frag_key_t *keys = dbuf__mallocn(nf, sizeof *keys);
   memset(f, 0, sizeof *f);
   f->ids = dbuf__mallocn(nf, sizeof *f->ids);
   f->g = dbuf__mallocn(nf, sizeof *f->g);
   f->s = dbuf__mallocn(nf, sizeof *f->s);
   f->skip = dbuf__mallocn(nf + 1, sizeof *f->skip);
   f->dead = dbuf__calloc(nf, 1);
-  if (keys == NULL || f->ids == NULL || f->g == NULL || f->s == NULL ||
-      f->skip == NULL || f->dead == NULL)
-    goto out;
-  if (nf > 0)
-    memcpy(keys, keys_in, (size_t)nf * sizeof *keys);
+  if (f->ids == NULL || f->g == NULL || f->s == NULL || f->skip == NULL ||
+      f->dead == NULL)
+    return DBUF_ENOMEM;
   qsort(keys, (size_t)nf, sizeof *keys, cmp_frag_key);
   for (int64_t i = 0; i < nf; i++) {
     f->ids[i] = keys[i].id;
@@ -225,10 +237,7 @@ frags_init(frags_t *f, const frag_key_t *keys_in, int64_t nf)
   }
   for (int64_t i = 0; i <= f->ng; i++)
     f->skip[i] = i;
-  rc = 0;
-out:
-  free(keys);
-  return rc;
+  return 0;
 }
 
 static int64_t
@@ -362,8 +371,9 @@ padded_init(padded_t *pd, const dbuf_tensors_t *t, int64_t block, dbuf_diag_t *d
   for (int64_t k = 0; k < pd->nreg; k++) {
     int64_t rem = dbuf_tensors_numel(t, pd->reg[k]) % pd->chunk;
     if (rem != 0)
-      mintree_set(&pd->mt, k, rem);
+      pd->mt.v[pd->mt.base + k] = rem;
   }
+  mintree_build(&pd->mt);
   return 0;
 }
 
