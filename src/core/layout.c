@@ -131,9 +131,8 @@ sort_packed(const int64_t *offsets, int64_t n, uint64_t diff, int64_t *order,
     order[i] = (int64_t)(a[i] & imask);
 }
 
-/* order[] (n ids) sorted by (offsets[id], id).  0 or DBUF_ENOMEM. */
-static int
-layout_order(const int64_t *offsets, int64_t n, int64_t *order)
+int
+dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
 {
   /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
   int sorted = 1;
@@ -203,7 +202,7 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
     goto fail;
   rc = DBUF_ENOMEM;
   l->order = dbuf__mallocn(n, sizeof *l->order);
-  if (l->order == NULL || (rc = layout_order(l->offsets, n, l->order)) != 0)
+  if (l->order == NULL || (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0)
     goto fail;
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)

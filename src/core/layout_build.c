@@ -680,19 +680,6 @@ dbuf_layout_owner_cost(const dbuf_tensors_t *t, int64_t id, dbuf_owner_cost_t co
 }
 
 typedef struct {
-  int64_t cost, id;
-} cost_id_t;
-
-static int
-cmp_cost_desc(const void *a, const void *b)
-{
-  const cost_id_t *x = a, *y = b;
-  if (x->cost != y->cost)
-    return x->cost > y->cost ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-typedef struct {
   int64_t load;
   int rank;
 } heap_item_t;
@@ -717,31 +704,35 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (cost != DBUF_OWNERS_NUMEL && cost != DBUF_OWNERS_NS)
     return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
   int64_t n = dbuf_tensors_count(t);
-  cost_id_t *items = dbuf__mallocn(n, sizeof *items);
+  int64_t *neg = dbuf__mallocn(n, sizeof *neg), *items = dbuf__mallocn(n, sizeof *items);
   heap_item_t *h = dbuf__mallocn(nranks, sizeof *h);
   int *own = dbuf__mallocn(n, sizeof *own);
-  if (items == NULL || h == NULL || own == NULL) {
+  if (neg == NULL || items == NULL || h == NULL || own == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);
     goto out;
   }
+  /* Costs are not negative: by -cost, then id, is by cost descending. */
   for (int64_t i = 0; i < n; i++) {
-    if ((rc = dbuf_layout_owner_cost(t, i, cost, &items[i].cost, diag)) != 0)
+    if ((rc = dbuf_layout_owner_cost(t, i, cost, &neg[i], diag)) != 0)
       goto out;
-    items[i].id = i;
+    neg[i] = -neg[i];
   }
-  qsort(items, (size_t)n, sizeof *items, cmp_cost_desc);
+  if ((rc = dbuf__sort_ids(neg, n, items)) != 0) {
+    rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
+    goto out;
+  }
   /* All loads start at 0, so ranks in order form a valid min-heap. */
   for (int r = 0; r < nranks; r++) {
     h[r].load = 0;
     h[r].rank = r;
   }
   for (int64_t i = 0; i < n; i++) {
-    own[items[i].id] = h[0].rank;
-    if (dbuf__add(h[0].load, items[i].cost, &h[0].load) != 0) {
+    own[items[i]] = h[0].rank;
+    if (dbuf__add(h[0].load, -neg[items[i]], &h[0].load) != 0) {
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",
-                      dbuf_tensors_name(t, items[i].id), h[0].rank);
+                      dbuf_tensors_name(t, items[i]), h[0].rank);
       goto out;
     }
     int k = 0;
@@ -762,6 +753,7 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (n > 0)
     memcpy(owners, own, (size_t)n * sizeof *owners);
 out:
+  free(neg);
   free(items);
   free(h);
   free(own);
