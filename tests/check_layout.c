@@ -292,6 +292,9 @@ END_TEST
 START_TEST(test_order_any_offsets)
 {
   enum { N = 3000 };
+  /* _i 1: multiples of 16 in a window of 2^47, so that an offset's
+   * differing bits and an id fit one word (the packed sort). */
+  const int64_t base = INT64_C(1) << 50;
   dbuf_tensors_t *t;
   dbuf_layout_t *l;
   dbuf_diag_t d;
@@ -304,10 +307,13 @@ START_TEST(test_order_any_offsets)
     snprintf(name, sizeof name, "t%lld", (long long)i);
     ck_assert_int_eq(dbuf_tensors_add(t, name, 1, dims, NULL), 0);
     x = x * 6364136223846793005u + 1442695040888963407u;
-    off[i] = i % 3 == 0 ? (int64_t)(x >> 60) - 8 : (int64_t)x; /* small ones repeat */
+    if (_i == 0)
+      off[i] = i % 3 == 0 ? (int64_t)(x >> 60) - 8 : (int64_t)x; /* small ones repeat */
+    else
+      off[i] = base + 16 * (i % 3 == 0 ? (int64_t)(x >> 60) : (int64_t)(x >> 24 & ((INT64_C(1) << 40) - 1)));
   }
-  off[7] = INT64_MIN;
-  off[8] = INT64_MAX;
+  off[7] = _i == 0 ? INT64_MIN : base - 16;
+  off[8] = _i == 0 ? INT64_MAX : base + (INT64_C(1) << 45);
   ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 1, off, range,
                                           NULL, &l, &d), 0);
   const int64_t *order = dbuf_layout_order(l);
@@ -325,6 +331,80 @@ START_TEST(test_order_any_offsets)
   dbuf_tensors_destroy(t);
   free(seen);
   free(off);
+}
+END_TEST
+
+/* Write len bytes of text to a fresh temporary file; its path in path. */
+static void
+write_temp(char *path, size_t plen, const char *text, size_t len)
+{
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, plen, "%s/check_layout.XXXXXX", dir && dir[0] ? dir : "/tmp");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* dbuf_shapes_read() reads a file in chunks of 1 MiB: a file of several
+ * chunks, lines of every length up to the longest (4095 bytes) across the
+ * chunk ends, gives the list, digest and errors of dbuf_shapes_parse() on
+ * the same text, and the digest is the hash of the bytes. */
+START_TEST(test_shapes_read_chunks)
+{
+  size_t cap = (size_t)3 << 20, len = 0;
+  char *text = malloc(cap + 8192), path[1024];
+  uint64_t x = 99;
+  int64_t i = 0;
+  while (len < cap) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    int name_len = x >> 61 == 0 ? 4000 + (int)(x >> 40 & 63) : 1 + (int)(x >> 40 & 63);
+    if (i % 7 == 3)
+      len += (size_t)sprintf(text + len, "# comment %lld\n", (long long)i);
+    len += (size_t)sprintf(text + len, "t%lld.", (long long)i);
+    memset(text + len, 'n', (size_t)name_len);
+    len += (size_t)name_len;
+    len += (size_t)sprintf(text + len, " %lldx%lld%s\n", (long long)(x >> 50),
+                           (long long)(x >> 58 & 7) + 1, i % 5 == 0 ? " fp32" : "");
+    i++;
+  }
+  text[len - 1] = ' '; /* the last line ends without a newline */
+  for (int variant = 0; variant < 3; variant++) {
+    size_t n = len;
+    if (variant == 1) /* a bad line late in the file */
+      n += (size_t)sprintf(text + n, "\nbad 3x");
+    if (variant == 2) /* ... and a NUL byte after it, which is named first */
+      n += (size_t)sprintf(text + n, "\nbad 3x\nz 1") + 1;
+    write_temp(path, sizeof path, text, n);
+    dbuf_tensors_t *a = NULL, *b = NULL;
+    dbuf_diag_t da, db;
+    uint64_t digest = 0;
+    int ra = dbuf_shapes_read(path, &a, &digest, &da);
+    int rb = dbuf_shapes_parse(path, text, n, &b, &db);
+    ck_assert_int_eq(ra, rb);
+    if (variant == 0) {
+      ck_assert_int_eq(ra, 0);
+      ck_assert_uint_eq(digest, dbuf_hash64(text, n, 0));
+      ck_assert_int_eq(dbuf_tensors_count(a), i);
+      ck_assert_int_eq(dbuf_tensors_count(b), i);
+      for (int64_t k = 0; k < i; k++) {
+        ck_assert_str_eq(dbuf_tensors_name(a, k), dbuf_tensors_name(b, k));
+        ck_assert_int_eq(dbuf_tensors_numel(a, k), dbuf_tensors_numel(b, k));
+        ck_assert_int_eq(dbuf_tensors_row_elems(a, k), dbuf_tensors_row_elems(b, k));
+        ck_assert_int_eq(dbuf_tensors_dtype(a, k), k % 5 == 0 ? DBUF_DTYPE_F32 : DBUF_DTYPE_NONE);
+      }
+    } else {
+      ck_assert_int_eq(ra, DBUF_EPARSE);
+      ck_assert_str_eq(da.msg, db.msg);
+      ck_assert_ptr_nonnull(strstr(da.msg, variant == 1 ? "bad" : "NUL"));
+    }
+    dbuf_tensors_destroy(a);
+    dbuf_tensors_destroy(b);
+    remove(path);
+  }
+  free(text);
 }
 END_TEST
 
@@ -1556,7 +1636,8 @@ layout_suite(void)
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
   tcase_add_test(tc, test_dup_independent);
-  tcase_add_test(tc, test_order_any_offsets);
+  tcase_add_loop_test(tc, test_order_any_offsets, 0, 2);
+  tcase_add_test(tc, test_shapes_read_chunks);
   tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);
   tcase_add_test(tc, test_lcm_overflow);

@@ -63,12 +63,9 @@ off_key(int64_t off)
  * records; returns a or tmp, whichever holds the result.  O(n x digits).
  */
 static off_id_t *
-sort_off_id(off_id_t *a, off_id_t *tmp, int64_t n)
+sort_off_id(off_id_t *a, off_id_t *tmp, int64_t n, uint64_t diff)
 {
-  uint64_t diff = 0;
   int64_t count[RADIX];
-  for (int64_t i = 1; i < n; i++)
-    diff |= off_key(a[i].off) ^ off_key(a[0].off);
   for (int shift = 0; shift < 64 && (diff >> shift) != 0; shift += RADIX_BITS) {
     memset(count, 0, sizeof count);
     for (int64_t i = 0; i < n; i++)
@@ -87,6 +84,96 @@ sort_off_id(off_id_t *a, off_id_t *tmp, int64_t n)
   return a;
 }
 
+/* Bits to hold the values 0 .. x. */
+static int
+bits_of(uint64_t x)
+{
+  return x == 0 ? 0 : 64 - __builtin_clzll(x);
+}
+
+/*
+ * The same order when the differing bits of the offsets and the bits of an
+ * id fit one 64-bit word together: each word is (those bits of the offset,
+ * id), sorted on its offset bits only (stable, so ids stay in order), in
+ * order[] and aux[] (n words each), half the bytes of sort_off_id's records.
+ * The histograms of every digit come from one pass, into count (zeroed, one
+ * row for each digit).
+ */
+static void
+sort_packed(const int64_t *offsets, int64_t n, uint64_t diff, int64_t *order,
+            int64_t *aux, int64_t (*count)[RADIX])
+{
+  int low = __builtin_ctzll(diff), kbits = bits_of(diff >> low);
+  int ibits = bits_of((uint64_t)n - 1), ndig = (kbits + RADIX_BITS - 1) / RADIX_BITS;
+  uint64_t *a = (uint64_t *)order, *b = (uint64_t *)aux;
+  uint64_t kmask = kbits == 64 ? UINT64_MAX : (UINT64_C(1) << kbits) - 1;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t k = off_key(offsets[i]) >> low & kmask;
+    a[i] = k << ibits | (uint64_t)i;
+    for (int d = 0; d < ndig; d++)
+      count[d][k >> (d * RADIX_BITS) & (RADIX - 1)]++;
+  }
+  for (int d = 0; d < ndig; d++) {
+    int shift = ibits + d * RADIX_BITS;
+    for (int64_t v = 0, sum = 0; v < RADIX; v++) {
+      int64_t c = count[d][v];
+      count[d][v] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; i++)
+      b[count[d][a[i] >> shift & (RADIX - 1)]++] = a[i];
+    uint64_t *x = a;
+    a = b;
+    b = x;
+  }
+  uint64_t imask = ibits == 0 ? 0 : (UINT64_C(1) << ibits) - 1;
+  for (int64_t i = 0; i < n; i++)
+    order[i] = (int64_t)(a[i] & imask);
+}
+
+int
+dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
+{
+  /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
+  int sorted = 1;
+  uint64_t diff = 0;
+  for (int64_t i = 1; i < n; i++) {
+    sorted &= offsets[i - 1] <= offsets[i];
+    diff |= off_key(offsets[i]) ^ off_key(offsets[0]);
+  }
+  if (sorted) {
+    for (int64_t i = 0; i < n; i++)
+      order[i] = i;
+    return 0;
+  }
+  int kbits = bits_of(diff >> __builtin_ctzll(diff)); /* not sorted: diff != 0 */
+  if (kbits + bits_of((uint64_t)n - 1) <= 64) {
+    int ndig = (kbits + RADIX_BITS - 1) / RADIX_BITS;
+    int64_t *aux = dbuf__mallocn(n, sizeof *aux);
+    int64_t(*count)[RADIX] = calloc((size_t)ndig, sizeof *count);
+    int ok = aux != NULL && count != NULL;
+    if (ok)
+      sort_packed(offsets, n, diff, order, aux, count);
+    free(aux);
+    free(count);
+    return ok ? 0 : DBUF_ENOMEM;
+  }
+  off_id_t *tmp = dbuf__mallocn(n, sizeof *tmp), *aux = dbuf__mallocn(n, sizeof *aux);
+  if (tmp == NULL || aux == NULL) {
+    free(tmp);
+    free(aux);
+    return DBUF_ENOMEM;
+  }
+  for (int64_t i = 0; i < n; i++)
+    tmp[i] = (off_id_t){offsets[i], i};
+  off_id_t *res = sort_off_id(tmp, aux, n, diff);
+  for (int64_t i = 0; i < n; i++)
+    order[i] = res[i].id;
+  free(tmp);
+  free(aux);
+  return 0;
+}
+
 int
 dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
                       int nranks, int64_t block_size, int64_t chunk_size,
@@ -95,7 +182,6 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
 {
   int rc = DBUF_ENOMEM;
   int64_t n = dbuf_tensors_count(tensors);
-  off_id_t *tmp = NULL, *aux = NULL;
   dbuf_layout_t *l = calloc(1, sizeof *l);
 
   if (l == NULL)
@@ -116,27 +202,8 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
     goto fail;
   rc = DBUF_ENOMEM;
   l->order = dbuf__mallocn(n, sizeof *l->order);
-  tmp = dbuf__mallocn(n, sizeof *tmp);
-  if (l->order == NULL || tmp == NULL)
+  if (l->order == NULL || (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0)
     goto fail;
-  /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
-  int sorted = 1;
-  for (int64_t i = 0; i < n; i++) {
-    tmp[i].off = l->offsets[i];
-    tmp[i].id = i;
-    if (i > 0 && tmp[i].off < tmp[i - 1].off)
-      sorted = 0;
-  }
-  off_id_t *res = tmp;
-  if (!sorted) {
-    if ((aux = dbuf__mallocn(n, sizeof *aux)) == NULL)
-      goto fail;
-    res = sort_off_id(tmp, aux, n);
-  }
-  for (int64_t i = 0; i < n; i++)
-    l->order[i] = res[i].id;
-  free(tmp);
-  free(aux);
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)
     l->sane = l->range[r] <= l->range[r + 1];
@@ -145,8 +212,6 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   *out = l;
   return 0;
 fail:
-  free(tmp);
-  free(aux);
   free(offsets);
   free(range);
   free(owners);

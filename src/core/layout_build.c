@@ -109,12 +109,27 @@ mintree_init(mintree_t *mt, int64_t n)
   return 0;
 }
 
+/* Set leaf i; the walk up stops where a minimum does not change (the ones
+ * above it cannot change either). */
 static void
 mintree_set(mintree_t *mt, int64_t i, int64_t val)
 {
   int64_t k = mt->base + i;
   mt->v[k] = val;
   for (k /= 2; k >= 1; k /= 2) {
+    int64_t a = mt->v[2 * k], b = mt->v[2 * k + 1], m = a < b ? a : b;
+    if (mt->v[k] == m)
+      break;
+    mt->v[k] = m;
+  }
+}
+
+/* The inner nodes from the leaves, bottom up: O(n), where setting the
+ * leaves one by one is O(n log n). */
+static void
+mintree_build(mintree_t *mt)
+{
+  for (int64_t k = mt->base - 1; k >= 1; k--) {
     int64_t a = mt->v[2 * k], b = mt->v[2 * k + 1];
     mt->v[k] = a < b ? a : b;
   }
@@ -188,22 +203,19 @@ frags_free(frags_t *f)
   free(f->dead);
 }
 
+/* The groups of the nf fragment keys, which are sorted in place. */
 static int
-frags_init(frags_t *f, const frag_key_t *keys_in, int64_t nf)
+frags_init(frags_t *f, frag_key_t *keys, int64_t nf)
 {
-  int rc = DBUF_ENOMEM;
-  frag_key_t *keys = dbuf__mallocn(nf, sizeof *keys);
   memset(f, 0, sizeof *f);
   f->ids = dbuf__mallocn(nf, sizeof *f->ids);
   f->g = dbuf__mallocn(nf, sizeof *f->g);
   f->s = dbuf__mallocn(nf, sizeof *f->s);
   f->skip = dbuf__mallocn(nf + 1, sizeof *f->skip);
   f->dead = dbuf__calloc(nf, 1);
-  if (keys == NULL || f->ids == NULL || f->g == NULL || f->s == NULL ||
-      f->skip == NULL || f->dead == NULL)
-    goto out;
-  if (nf > 0)
-    memcpy(keys, keys_in, (size_t)nf * sizeof *keys);
+  if (f->ids == NULL || f->g == NULL || f->s == NULL || f->skip == NULL ||
+      f->dead == NULL)
+    return DBUF_ENOMEM;
   qsort(keys, (size_t)nf, sizeof *keys, cmp_frag_key);
   for (int64_t i = 0; i < nf; i++) {
     f->ids[i] = keys[i].id;
@@ -225,10 +237,7 @@ frags_init(frags_t *f, const frag_key_t *keys_in, int64_t nf)
   }
   for (int64_t i = 0; i <= f->ng; i++)
     f->skip[i] = i;
-  rc = 0;
-out:
-  free(keys);
-  return rc;
+  return 0;
 }
 
 static int64_t
@@ -362,8 +371,9 @@ padded_init(padded_t *pd, const dbuf_tensors_t *t, int64_t block, dbuf_diag_t *d
   for (int64_t k = 0; k < pd->nreg; k++) {
     int64_t rem = dbuf_tensors_numel(t, pd->reg[k]) % pd->chunk;
     if (rem != 0)
-      mintree_set(&pd->mt, k, rem);
+      pd->mt.v[pd->mt.base + k] = rem;
   }
+  mintree_build(&pd->mt);
   return 0;
 }
 
@@ -670,19 +680,6 @@ dbuf_layout_owner_cost(const dbuf_tensors_t *t, int64_t id, dbuf_owner_cost_t co
 }
 
 typedef struct {
-  int64_t cost, id;
-} cost_id_t;
-
-static int
-cmp_cost_desc(const void *a, const void *b)
-{
-  const cost_id_t *x = a, *y = b;
-  if (x->cost != y->cost)
-    return x->cost > y->cost ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-typedef struct {
   int64_t load;
   int rank;
 } heap_item_t;
@@ -707,31 +704,35 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (cost != DBUF_OWNERS_NUMEL && cost != DBUF_OWNERS_NS)
     return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
   int64_t n = dbuf_tensors_count(t);
-  cost_id_t *items = dbuf__mallocn(n, sizeof *items);
+  int64_t *neg = dbuf__mallocn(n, sizeof *neg), *items = dbuf__mallocn(n, sizeof *items);
   heap_item_t *h = dbuf__mallocn(nranks, sizeof *h);
   int *own = dbuf__mallocn(n, sizeof *own);
-  if (items == NULL || h == NULL || own == NULL) {
+  if (neg == NULL || items == NULL || h == NULL || own == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);
     goto out;
   }
+  /* Costs are not negative: by -cost, then id, is by cost descending. */
   for (int64_t i = 0; i < n; i++) {
-    if ((rc = dbuf_layout_owner_cost(t, i, cost, &items[i].cost, diag)) != 0)
+    if ((rc = dbuf_layout_owner_cost(t, i, cost, &neg[i], diag)) != 0)
       goto out;
-    items[i].id = i;
+    neg[i] = -neg[i];
   }
-  qsort(items, (size_t)n, sizeof *items, cmp_cost_desc);
+  if ((rc = dbuf__sort_ids(neg, n, items)) != 0) {
+    rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
+    goto out;
+  }
   /* All loads start at 0, so ranks in order form a valid min-heap. */
   for (int r = 0; r < nranks; r++) {
     h[r].load = 0;
     h[r].rank = r;
   }
   for (int64_t i = 0; i < n; i++) {
-    own[items[i].id] = h[0].rank;
-    if (dbuf__add(h[0].load, items[i].cost, &h[0].load) != 0) {
+    own[items[i]] = h[0].rank;
+    if (dbuf__add(h[0].load, -neg[items[i]], &h[0].load) != 0) {
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",
-                      dbuf_tensors_name(t, items[i].id), h[0].rank);
+                      dbuf_tensors_name(t, items[i]), h[0].rank);
       goto out;
     }
     int k = 0;
@@ -752,6 +753,7 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (n > 0)
     memcpy(owners, own, (size_t)n * sizeof *owners);
 out:
+  free(neg);
   free(items);
   free(h);
   free(own);

@@ -75,6 +75,10 @@ int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind
                           int64_t size, int64_t *offsets, int64_t *range,
                           int *owners, dbuf_layout_t **out);
 
+/* order[] (n ids) sorted by (keys[id], id), in O(n) passes of a radix
+ * sort.  0 or DBUF_ENOMEM. */
+int dbuf__sort_ids(const int64_t *keys, int64_t n, int64_t *order);
+
 /* LCM of block_size x row size over the tensors (1 for none), checked. */
 int dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size,
                        int64_t *chunk, dbuf_diag_t *diag);

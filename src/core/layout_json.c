@@ -9,6 +9,92 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The decimal digits of v at p, as "%lld" prints them; the end. */
+static char *
+put_int(char *p, long long v)
+{
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                              "25262728293031323334353637383940414243444546474849"
+                              "50515253545556575859606162636465666768697071727374"
+                              "75767778798081828384858687888990919293949596979899";
+  char d[24];
+  int i = (int)sizeof d;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  while (u >= 100) {
+    unsigned r = (unsigned)(u % 100);
+    u /= 100;
+    d[--i] = pairs[2 * r + 1];
+    d[--i] = pairs[2 * r];
+  }
+  if (u >= 10) {
+    d[--i] = pairs[2 * u + 1];
+    d[--i] = pairs[2 * u];
+  } else {
+    d[--i] = (char)('0' + u);
+  }
+  if (v < 0)
+    *p++ = '-';
+  memcpy(p, d + i, sizeof d - (size_t)i);
+  return p + (sizeof d - (size_t)i);
+}
+
+/* The longest name and indent tensor_line() takes; the line's room. */
+#define FAST_NAME 256
+#define FAST_IND 64
+#define FAST_LINE (FAST_IND + FAST_NAME + 24 * DBUF_MAX_DIMS + 128)
+
+static char *
+put_str(char *p, const char *s, size_t n)
+{
+  memcpy(p, s, n);
+  return p + n;
+}
+
+#define PUT_LIT(p, lit) put_str(p, lit, sizeof lit - 1)
+
+/*
+ * Tensor i's line of the "tensors" array (owner < 0: none), in one append
+ * when its name needs no escape and is short: 1, or 0 when it was not
+ * written (the appends of the loop then write it, escapes and all).
+ */
+static int
+tensor_line(dbuf__sb_t *b, const dbuf_tensors_t *t, int64_t i, int64_t off, int owner, int ind)
+{
+  const char *name = dbuf_tensors_name(t, i);
+  char line[FAST_LINE], *p = line;
+  size_t nlen = 0;
+  if (ind > FAST_IND)
+    return 0;
+  for (; name[nlen] != '\0'; nlen++) {
+    unsigned char c = (unsigned char)name[nlen];
+    if (nlen == FAST_NAME || c == '"' || c == '\\' || c < 0x20)
+      return 0;
+  }
+  if (i)
+    *p++ = ',';
+  *p++ = '\n';
+  memset(p, ' ', (size_t)ind + 2);
+  p += ind + 2;
+  p = PUT_LIT(p, "{\"name\": \"");
+  p = put_str(p, name, nlen);
+  p = PUT_LIT(p, "\", \"shape\": [");
+  const int64_t *d = dbuf_tensors_dims(t, i);
+  for (int k = 0; k < dbuf_tensors_ndim(t, i); k++) {
+    if (k)
+      p = PUT_LIT(p, ", ");
+    p = put_int(p, d[k]);
+  }
+  p = PUT_LIT(p, "], \"offset\": ");
+  p = put_int(p, off);
+  if (owner >= 0) {
+    p = PUT_LIT(p, ", \"owner\": ");
+    p = put_int(p, owner);
+  }
+  *p++ = '}';
+  dbuf__sb_append(b, line, (size_t)(p - line));
+  return 1;
+}
+
 void
 dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags, int ind)
 {
@@ -33,6 +119,8 @@ dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags,
   /* One line a tensor, by appends rather than formats: a million tensors
    * are a million lines. */
   for (int64_t i = 0; i < n && !b->failed; i++) {
+    if (tensor_line(b, t, i, off[i], owners != NULL ? owners[i] : -1, ind))
+      continue;
     if (i)
       dbuf__sb_append(b, ",", 1);
     dbuf__sb_append(b, "\n", 1);

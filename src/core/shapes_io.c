@@ -187,65 +187,107 @@ next_field(char **p)
   return s;
 }
 
+/* The longest line of a text shapes file, with its end. */
+#define LINE_BYTES 4096
+
+/* The text parser's state: the input's name, the list, the line number. */
+typedef struct {
+  const char *name;
+  dbuf_tensors_t *t;
+  long line;
+  char buf[LINE_BYTES]; /* a copy of the line, its fields NUL-terminated */
+} text_state_t;
+
+/* Parse [p, le), the next line of the input (without its '\n'). */
+static int
+parse_line(text_state_t *s, const char *p, const char *le, dbuf_diag_t *diag)
+{
+  const char *name = s->name;
+  long line = ++s->line;
+  char *buf = s->buf;
+  if ((size_t)(le - p) >= sizeof s->buf)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: line longer than %zu bytes",
+                      name, line, sizeof s->buf - 1);
+  const char *hash = memchr(p, '#', (size_t)(le - p));
+  size_t n = (size_t)((hash ? hash : le) - p);
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  char *at = buf;
+  char *tname = next_field(&at);
+  if (tname == NULL)
+    return 0;
+  char *shape = next_field(&at);
+  char *dtype = next_field(&at);
+  char *extra = next_field(&at);
+  if (shape == NULL)
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s:%ld: tensor %s: missing shape (expected 'NAME "
+                      "d0xd1...')",
+                      name, line, tname);
+  if (extra != NULL)
+    return dbuf__diag(diag, DBUF_EPARSE,
+                      "%s:%ld: tensor %s: unexpected text '%s' after the dtype",
+                      name, line, tname, extra);
+  int ndim;
+  int64_t dims[DBUF_MAX_DIMS];
+  dbuf_diag_t d;
+  dbuf_dtype_t dt = DBUF_DTYPE_NONE;
+  int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
+                      d.msg);
+  if (dtype != NULL && (dbuf_dtype_parse(dtype, &dt) != 0 || dbuf_dtype_size(dt) == 0))
+    return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: tensor %s: unknown dtype '%s' (%s)", name,
+                      line, tname, dtype, dbuf_dtype_list());
+  /* dbuf_tensors_add names the tensor itself: add only the line. */
+  if ((rc = dbuf_tensors_add(s->t, tname, ndim, dims, &d)) != 0)
+    return dbuf__diag(diag, rc, "%s:%ld: %s", name, line, d.msg);
+  if (dt != DBUF_DTYPE_NONE)
+    dbuf_tensors_set_dtype(s->t, dbuf_tensors_count(s->t) - 1, dt);
+  return 0;
+}
+
+/* Parse the lines of [*p, end) that end in a '\n', and the rest as the last
+ * line when final; *p moves past what was parsed. */
+static int
+parse_lines(text_state_t *s, const char **p, const char *end, int final,
+            dbuf_diag_t *diag)
+{
+  const char *nl;
+  int rc;
+  while ((nl = memchr(*p, '\n', (size_t)(end - *p))) != NULL) {
+    if ((rc = parse_line(s, *p, nl, diag)) != 0)
+      return rc;
+    *p = nl + 1;
+  }
+  /* A rest too long for a line is an error now: more text cannot fix it. */
+  if (*p < end && (final || (size_t)(end - *p) >= sizeof s->buf)) {
+    if ((rc = parse_line(s, *p, end, diag)) != 0)
+      return rc;
+    *p = end;
+  }
+  return 0;
+}
+
+/* The lines of [p, end): one more than its newlines. */
+static int64_t
+count_lines(const char *p, const char *end)
+{
+  int64_t lines = 0;
+  for (; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+    lines++;
+  return lines;
+}
+
 static int
 parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
            dbuf_diag_t *diag)
 {
-  const char *p = text, *end = text + len;
-  long line = 0;
-  char buf[4096];
-  int64_t lines = 1;
-
+  text_state_t s = {.name = name, .t = t};
   /* One tensor a line at most: room for them all up front, so that the
    * name table is never rebuilt as it grows (the slack goes after). */
-  for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
-    lines++;
-  (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    line++;
-    if ((size_t)(le - p) >= sizeof buf)
-      return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: line longer than %zu bytes",
-                        name, line, sizeof buf - 1);
-    const char *hash = memchr(p, '#', (size_t)(le - p));
-    size_t n = (size_t)((hash ? hash : le) - p);
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    p = nl ? nl + 1 : end;
-    char *at = buf;
-    char *tname = next_field(&at);
-    if (tname == NULL)
-      continue;
-    char *shape = next_field(&at);
-    char *dtype = next_field(&at);
-    char *extra = next_field(&at);
-    if (shape == NULL)
-      return dbuf__diag(diag, DBUF_EPARSE,
-                        "%s:%ld: tensor %s: missing shape (expected 'NAME "
-                        "d0xd1...')",
-                        name, line, tname);
-    if (extra != NULL)
-      return dbuf__diag(diag, DBUF_EPARSE,
-                        "%s:%ld: tensor %s: unexpected text '%s' after the dtype",
-                        name, line, tname, extra);
-    int ndim;
-    int64_t dims[DBUF_MAX_DIMS];
-    dbuf_diag_t d;
-    dbuf_dtype_t dt = DBUF_DTYPE_NONE;
-    int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
-    if (rc != 0)
-      return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
-                        d.msg);
-    if (dtype != NULL && (dbuf_dtype_parse(dtype, &dt) != 0 || dbuf_dtype_size(dt) == 0))
-      return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: tensor %s: unknown dtype '%s' (%s)", name,
-                        line, tname, dtype, dbuf_dtype_list());
-    /* dbuf_tensors_add names the tensor itself: add only the line. */
-    if ((rc = dbuf_tensors_add(t, tname, ndim, dims, &d)) != 0)
-      return dbuf__diag(diag, rc, "%s:%ld: %s", name, line, d.msg);
-    dbuf_tensors_set_dtype(t, dbuf_tensors_count(t) - 1, dt);
-  }
-  return 0;
+  (void)dbuf_tensors_reserve(t, count_lines(text, text + len) + 1); /* a failure shows in the adds */
+  return parse_lines(&s, &text, text + len, 1, diag);
 }
 
 int
@@ -282,15 +324,171 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
   return 0;
 }
 
+/* What the first pass over a shapes file found. */
+typedef struct {
+  int64_t lines; /* newlines + 1 */
+  int nul;       /* a NUL byte */
+  int json;      /* the first non-blank byte is '[' (or there is none) */
+} scan_t;
+
+/* The next at most cap bytes of fd in buf (*got 0 at the end); *total
+ * counts them against DBUF_INPUT_MAX_BYTES, with read_fd's messages. */
+static int
+read_chunk(int fd, const char *name, char *buf, size_t cap, size_t *got,
+           int64_t *total, dbuf_diag_t *diag)
+{
+  for (;;) {
+    ssize_t r = read(fd, buf, cap);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return dbuf__diag(diag, DBUF_EIO, "%s: read error: %s", name, strerror(errno));
+    *total += r;
+    if (*total > DBUF_INPUT_MAX_BYTES)
+      return dbuf__diag(diag, DBUF_EFORMAT, "%s: more than %lld bytes, over the input limit",
+                        name, (long long)DBUF_INPUT_MAX_BYTES);
+    *got = (size_t)r;
+    return 0;
+  }
+}
+
+#define READ_CHUNK ((size_t)1 << 20)
+
+/* The first pass: lines, NUL bytes and the format, through buf. */
+static int
+scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
+{
+  int64_t total = 0;
+  int decided = 0;
+  size_t got;
+  int rc;
+  memset(sc, 0, sizeof *sc);
+  sc->lines = 1;
+  while ((rc = read_chunk(fd, name, buf, READ_CHUNK, &got, &total, diag)) == 0 && got > 0) {
+    sc->lines += count_lines(buf, buf + got);
+    sc->nul |= memchr(buf, '\0', got) != NULL;
+    for (size_t i = 0; !decided && i < got; i++) {
+      if (!isspace((unsigned char)buf[i])) {
+        decided = 1;
+        sc->json = buf[i] == '[';
+      }
+    }
+  }
+  if (!decided)
+    sc->json = 1; /* blank: the whole-file reader names the problem */
+  return rc;
+}
+
+/* The second pass over a text shapes file: parse it chunk by chunk, the
+ * digest of every byte on the way. */
+static int
+stream_text(int fd, const char *name, char *buf, int64_t lines, dbuf_tensors_t *t,
+            uint64_t *digest, dbuf_diag_t *diag)
+{
+  text_state_t s = {.name = name, .t = t};
+  XXH3_state_t *xs = XXH3_createState();
+  int64_t total = 0;
+  size_t held = 0, got;
+  int rc;
+  if (xs == NULL || XXH3_64bits_reset_withSeed(xs, 0) != XXH_OK) {
+    XXH3_freeState(xs);
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
+  }
+  (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
+  do {
+    if ((rc = read_chunk(fd, name, buf + held, READ_CHUNK, &got, &total, diag)) != 0)
+      break;
+    (void)XXH3_64bits_update(xs, buf + held, got);
+    if (memchr(buf + held, '\0', got) != NULL) { /* written since the scan */
+      rc = dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", name);
+      break;
+    }
+    const char *p = buf, *end = buf + held + got;
+    if ((rc = parse_lines(&s, &p, end, got == 0, diag)) != 0)
+      break;
+    held = (size_t)(end - p); /* < sizeof s.buf: parse_lines took longer rests */
+    memmove(buf, p, held);
+  } while (got > 0);
+  if (rc == 0 && digest != NULL)
+    *digest = XXH3_64bits_digest(xs);
+  XXH3_freeState(xs);
+  return rc;
+}
+
+/*
+ * A regular file of text shapes is read twice through one small buffer
+ * (lines, NUL bytes and format first; then the parse), never whole: the
+ * buffer's pages are reused where a whole-file copy would take fresh ones.
+ * The errors and their order are those of dbuf_file_read_all() followed by
+ * dbuf_shapes_parse().  JSON, blank files and stdin are read whole.
+ */
+static int
+read_text_file(const char *path, dbuf_tensors_t **out, uint64_t *digest, int *whole,
+               dbuf_diag_t *diag)
+{
+  char why[256];
+  int64_t size = 0;
+  int fd, rc;
+  scan_t sc;
+  dbuf_tensors_t *t = NULL;
+  char *buf = NULL;
+
+  *whole = 0;
+  rc = dbuf__input_open(path, DBUF_INPUT_MAX_BYTES, &fd, &size, why, sizeof why);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "%s: %s", path, why);
+  if ((buf = malloc(READ_CHUNK + LINE_BYTES)) == NULL) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
+    goto out;
+  }
+  if ((rc = scan_file(fd, path, buf, &sc, diag)) != 0)
+    goto out;
+  if (sc.nul) {
+    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", path);
+    goto out;
+  }
+  if (sc.json) {
+    *whole = 1;
+    goto out;
+  }
+  if (lseek(fd, 0, SEEK_SET) != 0) {
+    rc = dbuf__diag(diag, DBUF_EIO, "%s: read error: %s", path, strerror(errno));
+    goto out;
+  }
+  if ((rc = dbuf_tensors_create(&t)) != 0) {
+    rc = dbuf__diag(diag, rc, "%s: %s", path, dbuf_strerror(rc));
+    goto out;
+  }
+  if ((rc = stream_text(fd, path, buf, sc.lines, t, digest, diag)) == 0 &&
+      dbuf_tensors_count(t) == 0)
+    rc = dbuf__diag(diag, DBUF_EPARSE,
+                    "%s: no tensors (the input is empty or holds only "
+                    "comments)",
+                    path);
+  if (rc == 0) {
+    dbuf__tensors_trim(t); /* the list is complete: no slack kept */
+    *out = t;
+    t = NULL;
+  }
+out:
+  dbuf_tensors_destroy(t);
+  free(buf);
+  close(fd);
+  return rc;
+}
+
 int
 dbuf_shapes_read(const char *path, dbuf_tensors_t **out, uint64_t *digest,
                  dbuf_diag_t *diag)
 {
   char *data;
   size_t len;
-  int rc;
+  int rc, whole = 1;
   if (path == NULL || out == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (strcmp(path, "-") != 0 &&
+      ((rc = read_text_file(path, out, digest, &whole, diag)) != 0 || !whole))
+    return rc;
   if ((rc = dbuf_file_read_all(path, &data, &len, diag)) != 0)
     return rc;
   rc = dbuf_shapes_parse(display_name(path), data, len, out, diag);

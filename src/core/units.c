@@ -71,8 +71,11 @@ dbuf_units_none(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
   int rc = units_new(t, &u, diag);
   if (rc != 0)
     return rc;
-  for (int64_t i = 0; rc == 0 && i < u->ntensors; i++)
-    rc = units_set(u, i, DBUF_UNIT_ALL, strlen(DBUF_UNIT_ALL), diag);
+  /* One unit: named once, not looked up for every tensor. */
+  if (u->ntensors > 0)
+    rc = units_set(u, 0, DBUF_UNIT_ALL, strlen(DBUF_UNIT_ALL), diag);
+  for (int64_t i = 1; rc == 0 && i < u->ntensors; i++)
+    u->unit_of[i] = u->unit_of[0];
   if (rc != 0) {
     dbuf_units_destroy(u);
     return rc;
