@@ -142,6 +142,9 @@ coll_hints(void)
    * ranges of a file are disjoint, so usually none); larger aggregation
    * buffers where it does. */
   MPI_Info_set(info, "romio_cb_read", "automatic");
+  /* ROMIO: no data sieving (it would read the other ranks' rows between
+   * a rank's extents, and copy). */
+  MPI_Info_set(info, "romio_ds_read", "disable");
   MPI_Info_set(info, "cb_buffer_size", "33554432");
   return info;
 }
@@ -206,6 +209,13 @@ typedef struct {
   MPI_Aint *fdisp, *maddr;
 } coll_t;
 
+/* Where piece p goes in memory. */
+static char *
+piece_ptr(const coll_t *c, const piece_t *p)
+{
+  return p->bounce >= 0 ? c->bounce + p->bounce : c->dst + c->ext[p->ext].dst_offset + p->done;
+}
+
 /* One set_view + read_at_all on fh (collective on the file's communicator):
  * the np pieces, or an empty read for np 0. */
 static int
@@ -222,11 +232,12 @@ read_batch(coll_t *c, MPI_File fh, const char *path, int64_t np, int64_t *got_by
     const dbuf_load_extent_t *e = &c->ext[p->ext];
     c->len[k] = (int)p->bytes; /* at most the batch limit */
     c->fdisp[k] = (MPI_Aint)(e->file_offset + p->done - base);
-    MPI_Get_address(p->bounce >= 0 ? c->bounce + p->bounce : c->dst + e->dst_offset + p->done,
-                    &c->maddr[k]);
+    MPI_Get_address(piece_ptr(c, p), &c->maddr[k]);
     total += p->bytes;
   }
-  if (np > 0 &&
+  /* One piece (a rank's usual share of a file): a plain view and read. */
+  int single = np == 1;
+  if (np > 1 &&
       (MPI_Type_create_hindexed((int)np, c->len, c->fdisp, MPI_BYTE, &ft) != MPI_SUCCESS ||
        MPI_Type_commit(&ft) != MPI_SUCCESS ||
        MPI_Type_create_hindexed((int)np, c->len, c->maddr, MPI_BYTE, &mt) != MPI_SUCCESS ||
@@ -236,14 +247,19 @@ read_batch(coll_t *c, MPI_File fh, const char *path, int64_t np, int64_t *got_by
     np = 0; /* still join the others' read */
   }
   MPI_Status status;
-  if ((mrc = MPI_File_set_view(fh, base, MPI_BYTE, np > 0 ? ft : MPI_BYTE, "native",
-                               MPI_INFO_NULL)) != MPI_SUCCESS) {
+  if ((mrc = MPI_File_set_view(fh, np > 1 ? base : 0, MPI_BYTE, np > 1 ? ft : MPI_BYTE,
+                               "native", MPI_INFO_NULL)) != MPI_SUCCESS) {
     if (rc == 0)
       rc = mpiio_error(path, "cannot set the file view", mrc, diag);
     np = 0;
   }
-  mrc = np > 0 ? MPI_File_read_at_all(fh, 0, MPI_BOTTOM, 1, mt, &status)
-               : MPI_File_read_at_all(fh, 0, &dummy, 0, MPI_BYTE, &status);
+  if (np == 1 && single)
+    mrc = MPI_File_read_at_all(fh, base, piece_ptr(c, &c->pieces[0]), c->len[0], MPI_BYTE,
+                               &status);
+  else if (np > 1)
+    mrc = MPI_File_read_at_all(fh, 0, MPI_BOTTOM, 1, mt, &status);
+  else
+    mrc = MPI_File_read_at_all(fh, 0, &dummy, 0, MPI_BYTE, &status);
   if (rc == 0 && mrc != MPI_SUCCESS)
     rc = mpiio_error(path, "read failed", mrc, diag);
   if (rc == 0 && np > 0) {
