@@ -103,20 +103,17 @@ mpiio_open(MPI_Comm comm, const dbuf_load_plan_t *plan, const dbuf_st_t *st, int
 /* Collective MPI-IO                                                          */
 
 /*
- * Why the collective path looks the way it does (measured, README
- * "Loading"): one MPI_File_read_at_all per chunk of every extent, on files
- * opened by every rank, made each file's reads a barrier for ranks that read
- * nothing from it, so ranks that own different files took turns instead of
- * reading together, and the two-phase layer saw only one 64 MiB piece at a
- * time.  Now:
+ * A collective read synchronizes its file's communicator, so:
  * - each file is opened on the communicator of the ranks that read it (one
- *   MPI_Comm_split per file), so ranks without rows in a file are not held by
- *   it and ranks that share a file still read it collectively;
- * - a rank's whole access to a file goes in as few calls as possible: a
- *   batch of its extents (up to the batch limit) becomes a file view (an
- *   hindexed file type of the extents' file ranges) and an hindexed memory
- *   type of their destinations, read by one MPI_File_read_at_all, so the
- *   aggregation layer sees the access pattern at once;
+ *   MPI_Comm_split per file, in file order on every rank): on the job's
+ *   communicator, ranks that own different files would take turns, each
+ *   waiting in empty reads while another reads (measured: 0.22x of cat where
+ *   independent reads made 0.99x); ranks that share a file read it together;
+ * - a rank's access to a file goes in as few calls as possible: a batch of
+ *   its extents (up to the batch limit) becomes a file view (an hindexed
+ *   file type of the extents' file ranges) and an hindexed memory type of
+ *   their destinations, read by one MPI_File_read_at_all, so the aggregation
+ *   layer sees the whole access pattern at once;
  * - every member of a file's communicator makes the same number of
  *   set_view + read_at_all pairs (the largest batch count, agreed), joining
  *   with empty ones when it has nothing left or failed, so an error on one
