@@ -1491,8 +1491,8 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
 /* Rank 0, --load: the load over every buffer for the report (the totals of
  * dbuf_comm_load and the verdicts are agreed, so rank 0 has them all).
  * Files: those the buffers' read plans use (a --layout-file may name only
- * some of the checkpoint's tensors).  Returns 0, or -1 out of memory (lines freed by the caller
- * with run_report_lines_free). */
+ * some of the checkpoint's tensors).  Returns 0, or -1 out of memory (lines
+ * freed by the caller with run_report_lines_free). */
 static int
 load_summary(const run_t *r, run_load_sum_t *ld)
 {
