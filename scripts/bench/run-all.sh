@@ -3,7 +3,7 @@
 # measured values beside their baselines and the ratios, every figure
 # measured in this run.
 #
-#   scripts/bench/run-all.sh [--build DIR] [--quick] [--work DIR]
+#   scripts/bench/run-all.sh [--build DIR] [--quick] [--work DIR] [--only LIST]
 #
 #   --build DIR  the build folder holding dbuf-shard (default: $DBUF_BUILD,
 #                else ./_build); the helpers of scripts/bench are built there
@@ -11,6 +11,9 @@
 #                the full suite: about 2 minutes)
 #   --work DIR   where shape lists, reports and raw measurements go
 #                (default: DIR/bench)
+#   --only LIST  run only these sections, comma-separated (1,2,3,4,5,r16;
+#                e.g. --only 5 for the load); a ratio to a section not run
+#                shows as -
 #
 # Sections (each row names its baseline):
 #   1 plan: wall time and peak memory of `dbuf-shard plan --dp 8` for every
@@ -48,7 +51,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${DBUF_BUILD:-./_build}
 quick=0
 work=
-usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//'; }
+only=
+usage() { sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=${2:?--build needs a folder}; shift 2 ;;
@@ -56,10 +60,18 @@ while [ $# -gt 0 ]; do
     --work) work=${2:?--work needs a folder}; shift 2 ;;
     --work=*) work=${1#--work=}; shift ;;
     --quick) quick=1; shift ;;
+    --only) only=${2:?--only needs a list of sections}; shift 2 ;;
+    --only=*) only=${1#--only=}; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run-all.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
+for sec in ${only//,/ }; do
+  case $sec in 1|2|3|4|5|r16) ;; *) echo "run-all.sh: --only: no section '$sec' (1,2,3,4,5,r16)" >&2; exit 2 ;; esac
+done
+# want SECTION: whether --only (or its absence) selects it.
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+declare -A plan_t plan_kib # section 1's times, section 2's baseline
 [ -x "$build/dbuf-shard" ] || { echo "run-all.sh: no dbuf-shard in '$build' (--build DIR or DBUF_BUILD)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "run-all.sh: jq is needed to read the report JSON" >&2; exit 2; }
 build=$(cd "$build" && pwd)
@@ -119,7 +131,7 @@ echo "run-all.sh: $(date -u '+%F %T') UTC, $(nproc) cores, load $(cut -d' ' -f1-
 
 # ---------------------------------------------------------------------------
 # 1. plan
-declare -A plan_t plan_kib
+if want 1; then # (section body not indented)
 for n in $sizes; do
   shapes=$work/moe-$n.shapes
   [ -s "$shapes" ] || "$top/scripts/bench/gen-shapes.sh" "$n" >"$shapes"
@@ -155,9 +167,11 @@ for kind in $kinds; do
       "target 11x; $(fmt "(${plan_kib[$z]} - ${plan_kib[$a]}) * 1024 / ($big - $prev)" %.0f) B a tensor added"
   done
 done
+fi # section 1
 
 # ---------------------------------------------------------------------------
 # 2. the service at the largest size, np 2, no materialization
+if want 2; then # (section body not indented)
 echo "run-all.sh: service, $big tensors, np 2" >&2
 shapes=$work/moe-$big.shapes
 # The round with the shortest total; peak memory per rank over the rounds.
@@ -174,7 +188,7 @@ for ((i = 0; i < svc_rounds; i++)); do
   fi
 done
 read -r p b v tot < <(jq -r '.timings | "\(.plan) \(.broadcast) \(.validate) \(.total)"' "$rep")
-plan1=${plan_t[$big.padded.summary]}
+plan1=${plan_t[$big.padded.summary]:-0}
 row 2 "service $big: plan (rank 0)" "$(fmt "$p") s" "plan command $(fmt "$plan1") s" "$(ratio "$p" "$plan1")" ""
 row 2 "service $big: broadcast + decode + validate" "$(fmt "$b") s" "" "" "report timings.broadcast"
 row 2 "service $big: structure proof" "$(fmt "$v") s" "" "" "report timings.validate"
@@ -192,9 +206,11 @@ for r in 0 1; do
   row 2 "service $big: peak memory rank $r" "$(fmt "$kib/1024" %.1f) MiB" "" "" \
     "$(fmt "$kib*1024/$big" %.0f) B/tensor$([ $r = 1 ] && echo ", target 150")"
 done
+fi # section 2
 
 # ---------------------------------------------------------------------------
 # 3. materialize and verify (default model, np 2) beside bench_mem, alternated
+if want 3; then # (section body not indented)
 echo "run-all.sh: materialize, np 2, $mat_rounds rounds" >&2
 : >"$work/mat.svc"
 : >"$work/mat.base"
@@ -246,9 +262,11 @@ $mpirun -np 2 "$build/scripts/bench/bench_mem" "$bytes" 1 >"$work/mat-cold.out" 
 cold=$(awk '/^touch/ { print $3 }' "$work/mat-cold.out")
 row 3 "first touch + memset after 10 s idle" "$(fmt "$cold" %.2f) GB/s" \
   "right after a run $(fmt "$touch_" %.2f) GB/s" "$(ratio "$cold" "$touch_")" "the VM's memory, not dbuf-shard"
+fi # section 3
 
 # ---------------------------------------------------------------------------
 # 4. start-up: the service without data beside an MPI program that does nothing
+if want 4; then # (section body not indented)
 echo "run-all.sh: start-up, np 2, $start_rounds rounds" >&2
 : >"$work/start.svc"
 : >"$work/start.null"
@@ -262,9 +280,11 @@ s_svc=$(sort -g "$work/start.svc" | head -n 1)
 s_null=$(sort -g "$work/start.null" | head -n 1)
 row 4 "mpirun -np 2 dbuf-shard --no-materialize" "$(fmt "$s_svc") s" "MPI init+finalize $(fmt "$s_null") s" \
   "$(ratio "$s_svc" "$s_null")" "best of $start_rounds alternated"
+fi # section 4
 
 # ---------------------------------------------------------------------------
 # 5. load a checkpoint beside cat of its files
+if want 5; then # (section body not indented)
 ck=$work/ckpt
 tensors_per_file=4 load_rounds=3
 [ "$quick" = 1 ] && tensors_per_file=1 load_rounds=2
@@ -349,9 +369,11 @@ if sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
 else
   row 5 "load, cold page cache" "skipped" "" "" "echo 3 > /proc/sys/vm/drop_caches is not allowed here"
 fi
+fi # section 5
 
 # ---------------------------------------------------------------------------
 # 6. 16 ranks on 2 cores, DeepSeek-V3 (45,395 tensors)
+if want r16; then # (section body not indented)
 echo "run-all.sh: np 16 --oversubscribe, deepseek-v3" >&2
 rep=$work/np16.json
 run_best 1 "$work/np16" $mpirun -np 16 --oversubscribe "$dbuf" --no-materialize \
@@ -362,6 +384,7 @@ row r16 "np 16 deepseek-v3: plan / broadcast / validate" "$(fmt "$p") / $(fmt "$
   "" "" "verdict $(jq -r .verdict "$rep")"
 row r16 "np 16 deepseek-v3: total (report) / mpirun wall" "$(fmt "$tot") / $(fmt "$w16") s" "" "" \
   "2 cores, 16 ranks"
+fi # section r16
 
 # ---------------------------------------------------------------------------
 printf '# %s UTC, %s, %s cores, load %s, %s\n' "$(date -u '+%F %T')" "$(uname -r)" "$(nproc)" \

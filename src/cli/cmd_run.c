@@ -1493,9 +1493,9 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
 
 /* Rank 0, --load: the load over every buffer for the report (the totals of
  * dbuf_comm_load and the verdicts are agreed, so rank 0 has them all).
- * Files: those holding a tensor's bytes (every tensor of the checkpoint is
- * in the plan).  Returns 0, or -1 out of memory (lines freed by the caller
- * with run_report_lines_free). */
+ * Files: those the buffers' read plans use (a --layout-file may name only
+ * some of the checkpoint's tensors).  Returns 0, or -1 out of memory (lines
+ * freed by the caller with run_report_lines_free). */
 static int
 load_summary(const run_t *r, run_load_sum_t *ld)
 {
@@ -1503,17 +1503,21 @@ load_summary(const run_t *r, run_load_sum_t *ld)
   ld->io = dbuf_io_name(r->o.io);
   ld->pass = 1;
   int64_t nf = dbuf_st_file_count(r->st);
-  int64_t nt = dbuf_tensors_count(dbuf_st_tensors(r->st));
   char *used = calloc((size_t)(nf > 0 ? nf : 1), 1);
   ld->lines = calloc((size_t)r->nbuf * DBUF_LOAD_MAX_LISTED + 1, sizeof *ld->lines);
   if (used == NULL || ld->lines == NULL) {
     free(used);
     return -1;
   }
-  for (int64_t i = 0; i < nt; i++) {
-    dbuf_st_info_t in;
-    if (dbuf_st_tensor_info(r->st, i, &in) == 0 && in.data_end > in.data_begin)
-      used[in.file] = 1;
+  /* The files some rank read: the ranks' ranges cover each buffer, so
+   * those its whole-buffer read plan uses. */
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    const run_buf_t *b = &r->buf[i];
+    dbuf_load_plan_t *p = NULL;
+    if (dbuf_load_plan_create(b->l, 0, dbuf_layout_size(b->l), b->dtype, r->st, &p, NULL) == 0)
+      for (int64_t f = 0; f < nf; f++)
+        used[f] |= (char)dbuf_load_plan_uses_file(p, f);
+    dbuf_load_plan_destroy(p);
   }
   for (int64_t f = 0; f < nf; f++)
     ld->files += used[f];

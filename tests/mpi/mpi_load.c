@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 static int rank, size, failures;
+/* The context's chunk of the current tests (dbuf_comm_set_chunk()). */
+static int64_t chunk_now = DBUF_COMM_CHUNK_BYTES;
 
 #define CHECK(cond, ...)                                                                      \
   do {                                                                                        \
@@ -148,6 +150,19 @@ test_load_verify(dbuf_comm_t *ctx, const dbuf_st_t *st, int k, int io, int dt)
   CHECK(ls.total.files == 2, "%s: files %lld", what, (long long)ls.total.files);
   CHECK(ls.total.tensors == NMODEL - 1, "%s: tensors %lld", what, (long long)ls.total.tensors);
   CHECK(ls.total.convert.changed == 0, "%s: changed values", what);
+  if (ios[io] == DBUF_IO_MPIIO_COLL && chunk_now == DBUF_COMM_CHUNK_BYTES) {
+    /* One collective read per file the rank reads (its extents of a file,
+     * a few hundred bytes, fit one batch): the files among its extents. */
+    dbuf_load_plan_t *plan = NULL;
+    int64_t next = 0, nfiles = 0;
+    dbuf_load_plan_create(l, s, e, dtypes[dt], st, &plan, NULL);
+    const dbuf_load_extent_t *x = dbuf_load_plan_extents(plan, &next);
+    for (int64_t i = 0; i < next; i++)
+      nfiles += i == 0 || x[i].file != x[i - 1].file;
+    CHECK(ls.local.reads == nfiles, "%s: %lld collective reads, want one per file (%lld)", what,
+          (long long)ls.local.reads, (long long)nfiles);
+    dbuf_load_plan_destroy(plan);
+  }
 
   dbuf_load_verdict_t v;
   rc = dbuf_comm_verify_load(ctx, l, s, e, dtypes[dt], st, mem, nb, &v);
@@ -298,15 +313,15 @@ main(int argc, char **argv)
         if (dt == 0 || k == 0) /* every dtype once, every kind and io with F32 */
           test_load_verify(ctx, st, k, io, dt);
   /* Tiny MPI chunks: many reads per extent, joined collectively. */
-  dbuf_comm_set_chunk(ctx, 24);
+  dbuf_comm_set_chunk(ctx, chunk_now = 24);
   for (int io = 0; io < 3; io++)
     test_load_verify(ctx, st, 1, io, 1);
   /* Below the loader's 16-byte least read (the context allows 1): MPI-IO
    * reads at 16 bytes, as pread does, rather than failing. */
-  dbuf_comm_set_chunk(ctx, 8);
+  dbuf_comm_set_chunk(ctx, chunk_now = 8);
   for (int io = 0; io < 3; io++)
     test_load_verify(ctx, st, 1, io, 1);
-  dbuf_comm_set_chunk(ctx, DBUF_COMM_CHUNK_BYTES);
+  dbuf_comm_set_chunk(ctx, chunk_now = DBUF_COMM_CHUNK_BYTES);
   dbuf_st_destroy(st);
 
   for (int io = 0; io < 3; io++) {

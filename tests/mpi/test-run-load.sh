@@ -194,6 +194,17 @@ head -n 6 "$T/extra.shapes" >"$T/own.shapes"
 mpi 2 --layout-file "$T/own.json" --safetensors "$ONE" --load -q --report "$T/lf.json"
 jq_is "$T/lf.json" '[.verdict, .load.verdict, .load.rows, .load.bytes, .load.convert.values]' \
   "[\"PASS\", \"PASS\", $ROWS, $BYTES, $TO_BF16]" "--layout-file --load: F32 and F16 converted to bf16"
+# A layout file of the second shard's tensors only, loaded from the index of
+# both shards: one file read (the table: 10 + 10 + 2 rows, 60 + 80 + 64 B).
+grep -E '^(model\.layers\.1\.|lm_head\.)' "$T/own.shapes" >"$T/sh2.shapes"
+for io in posix mpiio mpiio-coll; do
+  for np in 2 4; do
+    "$DBUF" plan --shapes "$T/sh2.shapes" --dp "$np" --format json -o "$T/sh2.json"
+    mpi "$np" --layout-file "$T/sh2.json" --safetensors "$IDX" --load --io "$io" -q --report "$T/lf2.json"
+    jq_is "$T/lf2.json" '[.verdict, .load.verdict, .load.files, .load.tensors, .load.rows, .load.bytes]' \
+      '["PASS", "PASS", 1, 3, 22, 204]' "--layout-file of one shard's tensors, np $np --io $io: 1 file read"
+  done
+done
 # A file readable on one rank only: the same relative name, another working
 # folder per rank (a node-local copy missing on the second node, or short).
 mkdir -p "$T/w0" "$T/w1" "$T/w2"
