@@ -20,12 +20,20 @@ dbuf__fnv1a(uint64_t h, const void *data, size_t len)
   return h;
 }
 
-/* A slot holds id + 1 in its low ID_BITS and the top bits of the key's hash
- * above them, so that a probe reads the keys only on a likely match and a
- * map needs no array of hashes.  The table index comes from the low bits of
- * the hash, the tag from the high ones. */
-#define ID_BITS 40
-#define ID_MASK ((UINT64_C(1) << ID_BITS) - 1)
+/* A 32-bit slot of a table of 2^k slots holds id + 1 in its low k bits
+ * (ids are below count <= 2^(k-1)) and bits 32 + k .. 63 of the key's hash
+ * above them as a tag, so that a probe reads the keys only on a likely match
+ * (a wrong tag passes 1 time in 2^(32-k)) and a map needs no array of
+ * hashes.  The table index comes from the low bits of the hash. */
+#define MAX_KEYS ((INT64_C(1) << 31) - 1)
+#define MAX_SLOTS (INT64_C(1) << 32)
+
+/* k of a table of nslots = 2^k slots. */
+static inline unsigned
+id_bits(int64_t nslots)
+{
+  return (unsigned)__builtin_ctzll((unsigned long long)nslots);
+}
 
 static inline uint64_t
 key_hash(const char *key, size_t len)
@@ -33,10 +41,10 @@ key_hash(const char *key, size_t len)
   return XXH3_64bits(key, len);
 }
 
-static inline uint64_t
-slot_of(uint64_t h, int64_t id)
+static inline uint32_t
+slot_of(uint64_t h, int64_t id, unsigned k)
 {
-  return (h >> ID_BITS << ID_BITS) | (uint64_t)(id + 1);
+  return (uint32_t)((h >> 32 >> k << k) | (uint64_t)(id + 1));
 }
 
 /* The smallest capacity >= need, doubling from cap (or from first). */
@@ -56,11 +64,12 @@ grown(int64_t cap, int64_t need, int64_t first, int64_t *out)
 static uint64_t
 probe(const dbuf__strmap_t *m, const char *key, uint64_t h)
 {
-  uint64_t mask = (uint64_t)m->nslots - 1, tag = h >> ID_BITS;
+  unsigned k = id_bits(m->nslots);
+  uint64_t mask = (uint64_t)m->nslots - 1, tag = h >> 32 >> k;
   for (uint64_t i = h & mask;; i = (i + 1) & mask) {
     uint64_t v = m->slots[i];
-    if (v == 0 || ((v >> ID_BITS) == tag &&
-                   strcmp(m->keys + m->key_off[(v & ID_MASK) - 1], key) == 0))
+    if (v == 0 || ((v >> k) == tag &&
+                   strcmp(m->keys + m->key_off[(v & mask) - 1], key) == 0))
       return i;
   }
 }
@@ -82,9 +91,11 @@ advise_huge(void *p, size_t len)
 #endif
 }
 
-/* Room for count + n keys: entry arrays and a table at most half full. */
+/* Room for count + n keys: entry arrays and a table at most half full.
+ * exact: the id array gets exactly count + n entries when it grows (a
+ * reservation of a known count), else it doubles (one add at a time). */
 static int
-room(dbuf__strmap_t *m, int64_t n)
+room(dbuf__strmap_t *m, int64_t n, int exact)
 {
   int64_t need, twice, cap, nslots;
   int rc;
@@ -93,10 +104,12 @@ room(dbuf__strmap_t *m, int64_t n)
   if ((rc = dbuf__add(m->count, n, &need)) != 0 ||
       (rc = dbuf__mul(need, 2, &twice)) != 0)
     return rc;
-  if ((uint64_t)need > ID_MASK - 1)
-    return DBUF_EOVERFLOW; /* ids + 1 must fit in ID_BITS */
+  if (need > MAX_KEYS)
+    return DBUF_EOVERFLOW; /* the table would pass 2^32 slots */
   if (need > m->cap) {
-    if ((rc = grown(m->cap, need, 16, &cap)) != 0)
+    if (exact)
+      cap = need;
+    else if ((rc = grown(m->cap, need, 16, &cap)) != 0)
       return rc;
     int64_t *off = dbuf__reallocn(m->key_off, cap, sizeof *off);
     if (off == NULL)
@@ -107,7 +120,9 @@ room(dbuf__strmap_t *m, int64_t n)
   if (twice > m->nslots) {
     if ((rc = grown(m->nslots, twice, 32, &nslots)) != 0)
       return rc;
-    uint64_t *slots = dbuf__calloc(nslots, sizeof *slots);
+    if (nslots > MAX_SLOTS)
+      return DBUF_EOVERFLOW; /* unreachable: need <= MAX_KEYS */
+    uint32_t *slots = dbuf__calloc(nslots, sizeof *slots);
     if (slots == NULL)
       return DBUF_ENOMEM;
     advise_huge(slots, (size_t)nslots * sizeof *slots);
@@ -115,12 +130,13 @@ room(dbuf__strmap_t *m, int64_t n)
     m->slots = slots;
     m->nslots = nslots;
     uint64_t mask = (uint64_t)nslots - 1;
+    unsigned bits = id_bits(nslots);
     for (int64_t id = 0; id < m->count; id++) { /* keys are distinct */
       const char *k = m->keys + m->key_off[id];
       uint64_t h = key_hash(k, strlen(k)), i = h & mask;
       while (slots[i] != 0)
         i = (i + 1) & mask;
-      slots[i] = slot_of(h, id);
+      slots[i] = slot_of(h, id, bits);
     }
   }
   return 0;
@@ -129,7 +145,7 @@ room(dbuf__strmap_t *m, int64_t n)
 int
 dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n)
 {
-  return room(m, n);
+  return room(m, n, 1);
 }
 
 int
@@ -145,7 +161,7 @@ dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
   uint64_t v = m->slots[pos->slot];
   if (v == 0)
     return DBUF_ENOTFOUND;
-  *id = (int64_t)(v & ID_MASK) - 1;
+  *id = (int64_t)(v & ((uint64_t)m->nslots - 1)) - 1;
   return 0;
 }
 
@@ -170,14 +186,14 @@ dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
     m->keys = keys;
     m->keys_cap = cap;
   }
-  if ((rc = room(m, 1)) != 0)
+  if ((rc = room(m, 1, 0)) != 0)
     return rc;
   /* The slot found by the lookup holds unless the table was rebuilt. */
   uint64_t i = m->nslots == pos->nslots ? pos->slot : probe(m, key, pos->hash);
   memcpy(m->keys + m->keys_len, key, (size_t)bytes);
   m->key_off[m->count] = m->keys_len;
   m->keys_len = need;
-  m->slots[i] = slot_of(pos->hash, m->count);
+  m->slots[i] = slot_of(pos->hash, m->count, id_bits(m->nslots));
   *id = m->count++;
   return 0;
 }

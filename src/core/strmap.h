@@ -5,9 +5,10 @@
  * id 1, and so on, so a caller that numbers its own records in the same
  * order (tensors, safetensors records, SVG classes) uses the id as its
  * index.  The map keeps its own copy of every key.  Open addressing with
- * linear probing, at most half full; a slot packs the id with high bits of
- * the key's hash (XXH3), so a map holds at most 2^40 - 2 keys.  Every count
- * is 64-bit and every growth is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
+ * linear probing, at most half full; a 32-bit slot packs id + 1 in its low
+ * log2(nslots) bits with high bits of the key's hash (XXH3) above them, so a
+ * slot costs 4 bytes and a map holds at most 2^31 - 1 keys (DBUF_EOVERFLOW
+ * past that).  Every count is 64-bit and every growth is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
  * Not thread safe for writers; readers of an unchanging map may share it.
  */
 #ifndef DBUF_STRMAP_H
@@ -26,8 +27,8 @@ typedef struct dbuf__strmap {
   int64_t *key_off;  /* [cap] offset of each key in keys */
   char *keys;        /* the keys, each NUL-terminated, back to back */
   int64_t keys_len, keys_cap;
-  uint64_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
-  int64_t nslots;    /* 0 or a power of two >= 2 * count */
+  uint32_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
+  int64_t nslots;    /* 0 or a power of two >= 2 * count, at most 2^32 */
 } dbuf__strmap_t;
 
 #define DBUF__STRMAP_INIT {0, 0, NULL, NULL, 0, 0, NULL, 0}
@@ -42,7 +43,8 @@ typedef struct dbuf__strmap_pos {
 } dbuf__strmap_pos_t;
 
 /* Make room for n more keys (their bytes are allocated as they come), so
- * that many adds allocate no slots.  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
+ * that many adds allocate no slots; the id array is sized to exactly count
+ * + n (no doubling slack).  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
 int dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n);
 
 /* Add key: 0 and *id = the new id (the old count), or DBUF_EDUP and *id =
