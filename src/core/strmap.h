@@ -23,15 +23,16 @@ uint64_t dbuf__fnv1a(uint64_t h, const void *data, size_t len);
 
 typedef struct dbuf__strmap {
   int64_t count;     /* keys held: ids 0 .. count-1 */
-  int64_t cap;       /* room in key_off */
-  int64_t *key_off;  /* [cap] offset of each key in keys */
+  int64_t cap;       /* room in off32 or off64 */
+  uint32_t *off32;   /* [cap] offset of each key in keys, while they fit */
+  int64_t *off64;    /* [cap] the same once keys pass 4 GiB (off32 NULL) */
   char *keys;        /* the keys, each NUL-terminated, back to back */
   int64_t keys_len, keys_cap;
   uint32_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
   int64_t nslots;    /* 0 or a power of two >= 2 * count, at most 2^32 */
 } dbuf__strmap_t;
 
-#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, 0, 0, NULL, 0}
+#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
 
 /* Where a lookup left off: the key's length and hash, and its slot in a
  * table of nslots slots (found, or the empty one where it would go). */
@@ -73,6 +74,20 @@ int dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out);
 /* Give back the unused capacity of the key arrays (growth doubles it);
  * the map is unchanged, a failed shrink leaves it as it was. */
 void dbuf__strmap_trim(dbuf__strmap_t *m);
+
+/* Unindexed maps.  An owner whose keys are proven distinct may drop the
+ * index (4 bytes a slot, 2 to 4 slots a key) of a map it only reads by id,
+ * and build it again when it first looks a key up.  An unindexed map
+ * (count > 0, nslots 0) answers DBUF_ENOTFOUND to every lookup: its owner
+ * must build an index before it looks up or adds (the next add or reserve
+ * rebuilds one itself, trusting that the keys are distinct). */
+void dbuf__strmap_index_drop(dbuf__strmap_t *m);
+
+/* A fresh index of m's keys (distinct) into *slots (malloc'd, *nslots of
+ * them, the size the next add would give), m unchanged: a reader that
+ * shares m puts it in a view (a copy of m with these slots) to look up.
+ * 0, or DBUF_EOVERFLOW, DBUF_ENOMEM. */
+int dbuf__strmap_index_build(const dbuf__strmap_t *m, uint32_t **slots, int64_t *nslots);
 
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);

@@ -29,6 +29,17 @@ typedef struct shape {
 /* Shape ids are 32-bit: a list holds at most UINT32_MAX distinct shapes. */
 #define MAX_SHAPES ((int64_t)UINT32_MAX)
 
+/* What the lists sharing one set of arrays share besides them: their count,
+ * and the name index a reader built for an unindexed list (see
+ * dbuf__tensors_index_drop): published once by compare-and-swap, so that
+ * const lookups from several threads build it at most once each and agree
+ * on one copy. */
+typedef struct shared {
+  atomic_int_fast64_t refs;
+  uint32_t *_Atomic index;           /* NULL, or index_nslots slots */
+  atomic_int_fast64_t index_nslots;  /* stored before index, by every builder alike */
+} shared_t;
+
 struct dbuf_tensors {
   int64_t n, cap;
   uint32_t *shape;    /* [cap] index into shapes */
@@ -41,7 +52,7 @@ struct dbuf_tensors {
   int64_t ndims, dims_cap;
   dbuf__strmap_t names; /* name -> id; names.count == n */
   int64_t total;
-  atomic_int_fast64_t *refs; /* [1] lists sharing these arrays */
+  shared_t *sh;        /* the count of lists sharing these arrays */
 };
 
 void *
@@ -77,17 +88,28 @@ dbuf__memdup(const void *src, int64_t n, size_t sz)
   return p;
 }
 
+static shared_t *
+shared_new(void)
+{
+  shared_t *sh = malloc(sizeof *sh);
+  if (sh != NULL) {
+    atomic_init(&sh->refs, 1);
+    atomic_init(&sh->index, NULL);
+    atomic_init(&sh->index_nslots, 0);
+  }
+  return sh;
+}
+
 int
 dbuf_tensors_create(dbuf_tensors_t **out)
 {
   if (out == NULL)
     return DBUF_EINVAL;
   dbuf_tensors_t *t = calloc(1, sizeof *t);
-  if (t == NULL || (t->refs = malloc(sizeof *t->refs)) == NULL) {
+  if (t == NULL || (t->sh = shared_new()) == NULL) {
     free(t);
     return DBUF_ENOMEM;
   }
-  atomic_init(t->refs, 1);
   *out = t;
   return 0;
 }
@@ -96,9 +118,10 @@ dbuf_tensors_create(dbuf_tensors_t **out)
 static void
 release_arrays(dbuf_tensors_t *t)
 {
-  if (atomic_fetch_sub(t->refs, 1) > 1)
+  if (atomic_fetch_sub(&t->sh->refs, 1) > 1)
     return;
-  free(t->refs);
+  free(atomic_load(&t->sh->index));
+  free(t->sh);
   free(t->shape);
   free(t->dtype);
   free(t->shapes);
@@ -123,12 +146,11 @@ unshare(dbuf_tensors_t *t)
 {
   /* A changing list is not shared with a thread (see tensors.h): a count
    * of one cannot grow under us. */
-  if (atomic_load(t->refs) == 1)
+  if (atomic_load(&t->sh->refs) == 1)
     return 0;
   dbuf_tensors_t c = *t;
-  if ((c.refs = malloc(sizeof *c.refs)) == NULL)
+  if ((c.sh = shared_new()) == NULL)
     return DBUF_ENOMEM;
-  atomic_init(c.refs, 1);
   c.cap = t->n;
   c.shapes_cap = t->nshapes;
   c.dims_cap = t->ndims;
@@ -297,6 +319,59 @@ shape_unintern(dbuf_tensors_t *t, uint64_t slot_added)
   t->ndims -= t->shapes[t->nshapes].ndim;
 }
 
+/* The name index to look up in: t's own, or for an unindexed list the one
+ * the first lookup builds (O(n), once: see shared_t).  0 and *view (t's
+ * map, with the index), or DBUF_ENOMEM, DBUF_EOVERFLOW. */
+static int
+names_view(const dbuf_tensors_t *t, dbuf__strmap_t *view)
+{
+  *view = t->names;
+  if (t->names.nslots > 0 || t->n == 0)
+    return 0;
+  uint32_t *ix = atomic_load(&t->sh->index);
+  if (ix == NULL) {
+    uint32_t *mine;
+    int64_t nslots;
+    int rc = dbuf__strmap_index_build(&t->names, &mine, &nslots);
+    if (rc != 0)
+      return rc;
+    atomic_store(&t->sh->index_nslots, nslots); /* the same for every builder */
+    if (atomic_compare_exchange_strong(&t->sh->index, &ix, mine))
+      ix = mine;
+    else
+      free(mine); /* another thread was first: ix is its index */
+  }
+  view->slots = ix;
+  view->nslots = atomic_load(&t->sh->index_nslots);
+  return 0;
+}
+
+/* Before a change of t (not shared: unshare() first): an index of its own,
+ * the one a lookup built if there is one. */
+static int
+own_index(dbuf_tensors_t *t)
+{
+  dbuf__strmap_t v;
+  if (t->names.nslots > 0 || t->n == 0)
+    return 0;
+  assert(atomic_load(&t->sh->refs) == 1);
+  int rc = names_view(t, &v);
+  if (rc != 0)
+    return rc;
+  t->names.slots = v.slots;
+  t->names.nslots = v.nslots;
+  atomic_store(&t->sh->index, NULL);
+  return 0;
+}
+
+void
+dbuf__tensors_index_drop(dbuf_tensors_t *t)
+{
+  /* Shared arrays keep their index: the other lists hold its pointer. */
+  if (t != NULL && atomic_load(&t->sh->refs) == 1)
+    dbuf__strmap_index_drop(&t->names);
+}
+
 int
 dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
 {
@@ -306,6 +381,8 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
   if (dbuf__add(t->n, n, &need))
     return DBUF_EOVERFLOW;
   int rc = unshare(t);
+  if (rc == 0)
+    rc = own_index(t);
   if (rc == 0)
     rc = grow_arrays(t, need, 1);
   if (rc == 0)
@@ -374,6 +451,10 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %lld: name '%s' is empty, not UTF-8, or has "
                       "spaces or control characters",
                       (long long)t->n, name);
+  /* An unindexed list (dbuf__tensors_index_drop) gets its index back: the
+   * duplicate check below needs it. */
+  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
   if (dbuf__strmap_lookup(&t->names, name, &pos, &id) == 0)
     return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
                       name, (long long)id);
@@ -431,7 +512,7 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
     return DBUF_EINVAL;
   if ((c = malloc(sizeof *c)) == NULL)
     return DBUF_ENOMEM;
-  atomic_fetch_add(t->refs, 1);
+  atomic_fetch_add(&t->sh->refs, 1);
   *c = *t;
   *out = c;
   return 0;
@@ -440,7 +521,7 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
 void
 dbuf__tensors_trim(dbuf_tensors_t *t)
 {
-  if (t == NULL || atomic_load(t->refs) != 1)
+  if (t == NULL || atomic_load(&t->sh->refs) != 1)
     return;
   dbuf__strmap_trim(&t->names);
   /* Shrinking keeps the contents; a failed realloc keeps the old block,
@@ -545,9 +626,11 @@ dbuf_tensors_row_elems(const dbuf_tensors_t *t, int64_t id)
 int
 dbuf_tensors_find(const dbuf_tensors_t *t, const char *name, int64_t *id)
 {
+  dbuf__strmap_t v;
   if (t == NULL || name == NULL || id == NULL)
     return DBUF_EINVAL;
-  return dbuf__strmap_find(&t->names, name, id);
+  int rc = names_view(t, &v);
+  return rc != 0 ? rc : dbuf__strmap_find(&v, name, id);
 }
 
 _Static_assert(DBUF__SHAPE_STR_LEN >= 21 * DBUF_MAX_DIMS + 1,
