@@ -303,7 +303,8 @@ dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out)
   else
     c.off32 = dbuf__memdup(m->off32, m->count, sizeof *c.off32);
   c.keys = dbuf__memdup(m->keys, m->keys_len, 1);
-  c.slots = dbuf__memdup(m->slots, m->nslots, sizeof *c.slots);
+  if (m->nslots > 0) /* an unindexed map copies to an unindexed map */
+    c.slots = dbuf__memdup(m->slots, m->nslots, sizeof *c.slots);
   if ((c.off32 == NULL && c.off64 == NULL) || c.keys == NULL ||
       (m->nslots > 0 && c.slots == NULL)) {
     dbuf__strmap_free(&c);
