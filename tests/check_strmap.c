@@ -149,6 +149,53 @@ START_TEST(test_sb_formats)
 }
 END_TEST
 
+/* A dropped index: the map answers nothing until one is built; a built
+ * view answers as the indexed map did; the next add rebuilds one itself.
+ * Tags in 32-bit slots: 3000 keys (4096 slots, 12 id bits, 20 tag bits). */
+START_TEST(test_index_drop_and_build)
+{
+  dbuf__strmap_t m = DBUF__STRMAP_INIT, v;
+  char key[32];
+  int64_t id, nslots;
+  uint32_t *slots;
+  for (int64_t i = 0; i < 3000; i++) {
+    snprintf(key, sizeof key, "k%lld", (long long)(i * 7919));
+    ck_assert_int_eq(dbuf__strmap_add(&m, key, &id), 0);
+  }
+  ck_assert_int_eq(m.nslots, 8192); /* 32 doubled to >= 2 * 3000 */
+  dbuf__strmap_index_drop(&m);
+  ck_assert_int_eq(m.nslots, 0);
+  ck_assert_int_eq(dbuf__strmap_find(&m, "k0", &id), DBUF_ENOTFOUND);
+  ck_assert_str_eq(dbuf__strmap_key(&m, 2999), "k23749081"); /* 2999 * 7919 */
+  ck_assert_int_eq(dbuf__strmap_index_build(&m, &slots, &nslots), 0);
+  ck_assert_int_eq(nslots, 8192);
+  v = m;
+  v.slots = slots;
+  v.nslots = nslots;
+  for (int64_t i = 0; i < 3000; i++) {
+    snprintf(key, sizeof key, "k%lld", (long long)(i * 7919));
+    ck_assert_int_eq(dbuf__strmap_find(&v, key, &id), 0);
+    ck_assert_int_eq(id, i);
+  }
+  ck_assert_int_eq(dbuf__strmap_find(&v, "k1", &id), DBUF_ENOTFOUND);
+  free(slots);
+  /* The next add indexes the keys again: old keys found, new one numbered. */
+  ck_assert_int_eq(dbuf__strmap_add(&m, "new", &id), 0);
+  ck_assert_int_eq(id, 3000);
+  ck_assert_int_eq(dbuf__strmap_find(&m, "k7919", &id), 0);
+  ck_assert_int_eq(id, 1);
+  ck_assert_int_eq(dbuf__strmap_add(&m, "k15838", &id), DBUF_EDUP);
+  ck_assert_int_eq(id, 2);
+  /* A copy of an unindexed map is an unindexed map. */
+  dbuf__strmap_index_drop(&m);
+  ck_assert_int_eq(dbuf__strmap_copy(&m, &v), 0);
+  ck_assert_ptr_null(v.slots);
+  ck_assert_str_eq(dbuf__strmap_key(&v, 3000), "new");
+  dbuf__strmap_free(&v);
+  dbuf__strmap_free(&m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -160,6 +207,7 @@ main(void)
   tcase_add_test(tc, test_edge_keys);
   tcase_add_test(tc, test_shape_str);
   tcase_add_test(tc, test_sb_formats);
+  tcase_add_test(tc, test_index_drop_and_build);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

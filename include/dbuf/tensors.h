@@ -109,8 +109,11 @@ DBUF_EXPORT int64_t dbuf_tensors_rows(const dbuf_tensors_t *t, int64_t id);
 DBUF_EXPORT int64_t dbuf_tensors_row_elems(const dbuf_tensors_t *t, int64_t id);
 
 /**
- * \brief Find a tensor by name (hashed, O(1) expected).
- * \return 0 and *id, or DBUF_ENOTFOUND, DBUF_EINVAL
+ * \brief Find a tensor by name (hashed, O(1) expected).  A list decoded from
+ * a wire message keeps no name index until its first lookup, which builds it
+ * (O(n), once, also when several threads look up at once).
+ * \return 0 and *id, or DBUF_ENOTFOUND, DBUF_EINVAL, DBUF_ENOMEM (building
+ *   the index)
  */
 DBUF_EXPORT int dbuf_tensors_find(const dbuf_tensors_t *t, const char *name,
                                   int64_t *id);

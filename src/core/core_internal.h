@@ -115,6 +115,11 @@ int dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len);
 /* Give back the unused capacity of a list's arrays (not of a shared one). */
 struct dbuf_tensors;
 void dbuf__tensors_trim(struct dbuf_tensors *t);
+/* Free the name index of a list whose names are proven distinct and which
+ * may never be looked up by name (a decoded layout on most ranks): the
+ * first lookup builds it again (once, thread safe), the next add takes it
+ * back.  No-op for a list that shares its arrays. */
+void dbuf__tensors_index_drop(struct dbuf_tensors *t);
 
 /* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
 void *dbuf__calloc(int64_t n, size_t sz);

@@ -20,12 +20,43 @@ dbuf__fnv1a(uint64_t h, const void *data, size_t len)
   return h;
 }
 
-/* A slot holds id + 1 in its low ID_BITS and the top bits of the key's hash
- * above them, so that a probe reads the keys only on a likely match and a
- * map needs no array of hashes.  The table index comes from the low bits of
- * the hash, the tag from the high ones. */
-#define ID_BITS 40
-#define ID_MASK ((UINT64_C(1) << ID_BITS) - 1)
+/* A 32-bit slot of a table of 2^k slots holds id + 1 in its low k bits
+ * (ids are below count <= 2^(k-1)) and bits 32 + k .. 63 of the key's hash
+ * above them as a tag, so that a probe reads the keys only on a likely match
+ * (a wrong tag passes 1 time in 2^(32-k)) and a map needs no array of
+ * hashes.  The table index comes from the low bits of the hash. */
+#define MAX_KEYS ((INT64_C(1) << 31) - 1)
+#define MAX_SLOTS (INT64_C(1) << 32)
+
+/* Where the key of id starts in m->keys. */
+static inline int64_t
+key_off(const dbuf__strmap_t *m, int64_t id)
+{
+  return m->off64 != NULL ? m->off64[id] : (int64_t)m->off32[id];
+}
+
+/* Offsets of 8 bytes from now on: the keys are about to pass 4 GiB.
+ * 0 or DBUF_ENOMEM (m unchanged). */
+static int
+widen(dbuf__strmap_t *m)
+{
+  int64_t *w = dbuf__mallocn(m->cap, sizeof *w);
+  if (w == NULL)
+    return DBUF_ENOMEM;
+  for (int64_t id = 0; id < m->count; id++)
+    w[id] = m->off32[id];
+  free(m->off32);
+  m->off32 = NULL;
+  m->off64 = w;
+  return 0;
+}
+
+/* k of a table of nslots = 2^k slots. */
+static inline unsigned
+id_bits(int64_t nslots)
+{
+  return (unsigned)__builtin_ctzll((unsigned long long)nslots);
+}
 
 static inline uint64_t
 key_hash(const char *key, size_t len)
@@ -33,10 +64,10 @@ key_hash(const char *key, size_t len)
   return XXH3_64bits(key, len);
 }
 
-static inline uint64_t
-slot_of(uint64_t h, int64_t id)
+static inline uint32_t
+slot_of(uint64_t h, int64_t id, unsigned k)
 {
-  return (h >> ID_BITS << ID_BITS) | (uint64_t)(id + 1);
+  return (uint32_t)((h >> 32 >> k << k) | (uint64_t)(id + 1));
 }
 
 /* The smallest capacity >= need, doubling from cap (or from first). */
@@ -56,11 +87,12 @@ grown(int64_t cap, int64_t need, int64_t first, int64_t *out)
 static uint64_t
 probe(const dbuf__strmap_t *m, const char *key, uint64_t h)
 {
-  uint64_t mask = (uint64_t)m->nslots - 1, tag = h >> ID_BITS;
+  unsigned k = id_bits(m->nslots);
+  uint64_t mask = (uint64_t)m->nslots - 1, tag = h >> 32 >> k;
   for (uint64_t i = h & mask;; i = (i + 1) & mask) {
     uint64_t v = m->slots[i];
-    if (v == 0 || ((v >> ID_BITS) == tag &&
-                   strcmp(m->keys + m->key_off[(v & ID_MASK) - 1], key) == 0))
+    if (v == 0 || ((v >> k) == tag &&
+                   strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), key) == 0))
       return i;
   }
 }
@@ -82,9 +114,35 @@ advise_huge(void *p, size_t len)
 #endif
 }
 
-/* Room for count + n keys: entry arrays and a table at most half full. */
+/* A table of nslots slots (a power of two >= 2 * count) indexing m's keys,
+ * which are distinct.  0 or DBUF_EOVERFLOW, DBUF_ENOMEM. */
 static int
-room(dbuf__strmap_t *m, int64_t n)
+fill_index(const dbuf__strmap_t *m, int64_t nslots, uint32_t **out)
+{
+  if (nslots > MAX_SLOTS)
+    return DBUF_EOVERFLOW; /* unreachable: count <= MAX_KEYS */
+  uint32_t *slots = dbuf__calloc(nslots, sizeof *slots);
+  if (slots == NULL)
+    return DBUF_ENOMEM;
+  advise_huge(slots, (size_t)nslots * sizeof *slots);
+  uint64_t mask = (uint64_t)nslots - 1;
+  unsigned bits = id_bits(nslots);
+  for (int64_t id = 0; id < m->count; id++) {
+    const char *k = m->keys + key_off(m, id);
+    uint64_t h = key_hash(k, strlen(k)), i = h & mask;
+    while (slots[i] != 0)
+      i = (i + 1) & mask;
+    slots[i] = slot_of(h, id, bits);
+  }
+  *out = slots;
+  return 0;
+}
+
+/* Room for count + n keys: entry arrays and a table at most half full.
+ * exact: the id array gets exactly count + n entries when it grows (a
+ * reservation of a known count), else it doubles (one add at a time). */
+static int
+room(dbuf__strmap_t *m, int64_t n, int exact)
 {
   int64_t need, twice, cap, nslots;
   int rc;
@@ -93,43 +151,63 @@ room(dbuf__strmap_t *m, int64_t n)
   if ((rc = dbuf__add(m->count, n, &need)) != 0 ||
       (rc = dbuf__mul(need, 2, &twice)) != 0)
     return rc;
-  if ((uint64_t)need > ID_MASK - 1)
-    return DBUF_EOVERFLOW; /* ids + 1 must fit in ID_BITS */
+  if (need > MAX_KEYS)
+    return DBUF_EOVERFLOW; /* the table would pass 2^32 slots */
   if (need > m->cap) {
-    if ((rc = grown(m->cap, need, 16, &cap)) != 0)
+    if (exact)
+      cap = need;
+    else if ((rc = grown(m->cap, need, 16, &cap)) != 0)
       return rc;
-    int64_t *off = dbuf__reallocn(m->key_off, cap, sizeof *off);
-    if (off == NULL)
-      return DBUF_ENOMEM;
-    m->key_off = off;
+    if (m->off64 != NULL) {
+      int64_t *off = dbuf__reallocn(m->off64, cap, sizeof *off);
+      if (off == NULL)
+        return DBUF_ENOMEM;
+      m->off64 = off;
+    } else {
+      uint32_t *off = dbuf__reallocn(m->off32, cap, sizeof *off);
+      if (off == NULL)
+        return DBUF_ENOMEM;
+      m->off32 = off;
+    }
     m->cap = cap;
   }
   if (twice > m->nslots) {
     if ((rc = grown(m->nslots, twice, 32, &nslots)) != 0)
       return rc;
-    uint64_t *slots = dbuf__calloc(nslots, sizeof *slots);
-    if (slots == NULL)
-      return DBUF_ENOMEM;
-    advise_huge(slots, (size_t)nslots * sizeof *slots);
+    uint32_t *slots;
+    if ((rc = fill_index(m, nslots, &slots)) != 0)
+      return rc;
     free(m->slots);
     m->slots = slots;
     m->nslots = nslots;
-    uint64_t mask = (uint64_t)nslots - 1;
-    for (int64_t id = 0; id < m->count; id++) { /* keys are distinct */
-      const char *k = m->keys + m->key_off[id];
-      uint64_t h = key_hash(k, strlen(k)), i = h & mask;
-      while (slots[i] != 0)
-        i = (i + 1) & mask;
-      slots[i] = slot_of(h, id);
-    }
   }
   return 0;
 }
 
 int
+dbuf__strmap_index_build(const dbuf__strmap_t *m, uint32_t **slots, int64_t *nslots)
+{
+  int64_t twice, n;
+  int rc;
+  if ((rc = dbuf__mul(m->count, 2, &twice)) != 0 || (rc = grown(0, twice, 32, &n)) != 0 ||
+      (rc = fill_index(m, n, slots)) != 0)
+    return rc;
+  *nslots = n;
+  return 0;
+}
+
+void
+dbuf__strmap_index_drop(dbuf__strmap_t *m)
+{
+  free(m->slots);
+  m->slots = NULL;
+  m->nslots = 0;
+}
+
+int
 dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n)
 {
-  return room(m, n);
+  return room(m, n, 1);
 }
 
 int
@@ -145,7 +223,7 @@ dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
   uint64_t v = m->slots[pos->slot];
   if (v == 0)
     return DBUF_ENOTFOUND;
-  *id = (int64_t)(v & ID_MASK) - 1;
+  *id = (int64_t)(v & ((uint64_t)m->nslots - 1)) - 1;
   return 0;
 }
 
@@ -170,14 +248,19 @@ dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
     m->keys = keys;
     m->keys_cap = cap;
   }
-  if ((rc = room(m, 1)) != 0)
+  if ((rc = room(m, 1, 0)) != 0)
+    return rc;
+  if (m->off64 == NULL && m->keys_len > (int64_t)UINT32_MAX && (rc = widen(m)) != 0)
     return rc;
   /* The slot found by the lookup holds unless the table was rebuilt. */
   uint64_t i = m->nslots == pos->nslots ? pos->slot : probe(m, key, pos->hash);
   memcpy(m->keys + m->keys_len, key, (size_t)bytes);
-  m->key_off[m->count] = m->keys_len;
+  if (m->off64 != NULL)
+    m->off64[m->count] = m->keys_len;
+  else
+    m->off32[m->count] = (uint32_t)m->keys_len;
   m->keys_len = need;
-  m->slots[i] = slot_of(pos->hash, m->count);
+  m->slots[i] = slot_of(pos->hash, m->count, id_bits(m->nslots));
   *id = m->count++;
   return 0;
 }
@@ -201,7 +284,7 @@ dbuf__strmap_find(const dbuf__strmap_t *m, const char *key, int64_t *id)
 const char *
 dbuf__strmap_key(const dbuf__strmap_t *m, int64_t id)
 {
-  return id >= 0 && id < m->count ? m->keys + m->key_off[id] : NULL;
+  return id >= 0 && id < m->count ? m->keys + key_off(m, id) : NULL;
 }
 
 int
@@ -215,10 +298,15 @@ dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out)
   c.count = c.cap = m->count;
   c.keys_len = c.keys_cap = m->keys_len;
   c.nslots = m->nslots;
-  c.key_off = dbuf__memdup(m->key_off, m->count, sizeof *c.key_off);
+  if (m->off64 != NULL)
+    c.off64 = dbuf__memdup(m->off64, m->count, sizeof *c.off64);
+  else
+    c.off32 = dbuf__memdup(m->off32, m->count, sizeof *c.off32);
   c.keys = dbuf__memdup(m->keys, m->keys_len, 1);
-  c.slots = dbuf__memdup(m->slots, m->nslots, sizeof *c.slots);
-  if (c.key_off == NULL || c.keys == NULL || c.slots == NULL) {
+  if (m->nslots > 0) /* an unindexed map copies to an unindexed map */
+    c.slots = dbuf__memdup(m->slots, m->nslots, sizeof *c.slots);
+  if ((c.off32 == NULL && c.off64 == NULL) || c.keys == NULL ||
+      (m->nslots > 0 && c.slots == NULL)) {
     dbuf__strmap_free(&c);
     *out = c;
     return DBUF_ENOMEM;
@@ -238,9 +326,13 @@ dbuf__strmap_trim(dbuf__strmap_t *m)
     }
   }
   if (m->count > 0 && m->count < m->cap) {
-    int64_t *off = realloc(m->key_off, (size_t)m->count * sizeof *off);
-    if (off != NULL) {
-      m->key_off = off;
+    void *off = m->off64 != NULL ? (void *)m->off64 : (void *)m->off32;
+    size_t w = m->off64 != NULL ? sizeof *m->off64 : sizeof *m->off32;
+    if ((off = realloc(off, (size_t)m->count * w)) != NULL) {
+      if (m->off64 != NULL)
+        m->off64 = off;
+      else
+        m->off32 = off;
       m->cap = m->count;
     }
   }
@@ -249,7 +341,8 @@ dbuf__strmap_trim(dbuf__strmap_t *m)
 void
 dbuf__strmap_free(dbuf__strmap_t *m)
 {
-  free(m->key_off);
+  free(m->off32);
+  free(m->off64);
   free(m->keys);
   free(m->slots);
   memset(m, 0, sizeof *m);

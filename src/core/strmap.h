@@ -5,9 +5,10 @@
  * id 1, and so on, so a caller that numbers its own records in the same
  * order (tensors, safetensors records, SVG classes) uses the id as its
  * index.  The map keeps its own copy of every key.  Open addressing with
- * linear probing, at most half full; a slot packs the id with high bits of
- * the key's hash (XXH3), so a map holds at most 2^40 - 2 keys.  Every count
- * is 64-bit and every growth is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
+ * linear probing, at most half full; a 32-bit slot packs id + 1 in its low
+ * log2(nslots) bits with high bits of the key's hash (XXH3) above them, so a
+ * slot costs 4 bytes and a map holds at most 2^31 - 1 keys (DBUF_EOVERFLOW
+ * past that).  Every count is 64-bit and every growth is overflow-checked.  A zeroed map (DBUF__STRMAP_INIT) is an empty map.
  * Not thread safe for writers; readers of an unchanging map may share it.
  */
 #ifndef DBUF_STRMAP_H
@@ -22,15 +23,16 @@ uint64_t dbuf__fnv1a(uint64_t h, const void *data, size_t len);
 
 typedef struct dbuf__strmap {
   int64_t count;     /* keys held: ids 0 .. count-1 */
-  int64_t cap;       /* room in key_off */
-  int64_t *key_off;  /* [cap] offset of each key in keys */
+  int64_t cap;       /* room in off32 or off64 */
+  uint32_t *off32;   /* [cap] offset of each key in keys, while they fit */
+  int64_t *off64;    /* [cap] the same once keys pass 4 GiB (off32 NULL) */
   char *keys;        /* the keys, each NUL-terminated, back to back */
   int64_t keys_len, keys_cap;
-  uint64_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
-  int64_t nslots;    /* 0 or a power of two >= 2 * count */
+  uint32_t *slots;   /* [nslots] 0 = empty, else hash tag | (id + 1) */
+  int64_t nslots;    /* 0 or a power of two >= 2 * count, at most 2^32 */
 } dbuf__strmap_t;
 
-#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, 0, 0, NULL, 0}
+#define DBUF__STRMAP_INIT {0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
 
 /* Where a lookup left off: the key's length and hash, and its slot in a
  * table of nslots slots (found, or the empty one where it would go). */
@@ -42,7 +44,8 @@ typedef struct dbuf__strmap_pos {
 } dbuf__strmap_pos_t;
 
 /* Make room for n more keys (their bytes are allocated as they come), so
- * that many adds allocate no slots.  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
+ * that many adds allocate no slots; the id array is sized to exactly count
+ * + n (no doubling slack).  0, DBUF_EOVERFLOW or DBUF_ENOMEM. */
 int dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n);
 
 /* Add key: 0 and *id = the new id (the old count), or DBUF_EDUP and *id =
@@ -71,6 +74,20 @@ int dbuf__strmap_copy(const dbuf__strmap_t *m, dbuf__strmap_t *out);
 /* Give back the unused capacity of the key arrays (growth doubles it);
  * the map is unchanged, a failed shrink leaves it as it was. */
 void dbuf__strmap_trim(dbuf__strmap_t *m);
+
+/* Unindexed maps.  An owner whose keys are proven distinct may drop the
+ * index (4 bytes a slot, 2 to 4 slots a key) of a map it only reads by id,
+ * and build it again when it first looks a key up.  An unindexed map
+ * (count > 0, nslots 0) answers DBUF_ENOTFOUND to every lookup: its owner
+ * must build an index before it looks up or adds (the next add or reserve
+ * rebuilds one itself, trusting that the keys are distinct). */
+void dbuf__strmap_index_drop(dbuf__strmap_t *m);
+
+/* A fresh index of m's keys (distinct) into *slots (malloc'd, *nslots of
+ * them, the size the next add would give), m unchanged: a reader that
+ * shares m puts it in a view (a copy of m with these slots) to look up.
+ * 0, or DBUF_EOVERFLOW, DBUF_ENOMEM. */
+int dbuf__strmap_index_build(const dbuf__strmap_t *m, uint32_t **slots, int64_t *nslots);
 
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);

@@ -1,5 +1,9 @@
-/* The tensor list: flat arrays for dims, and the names in a string map
- * whose ids are the tensor ids.  A copy (dbuf_tensors_dup) shares the
+/* The tensor list, lean: per tensor a 32-bit index into a table of the
+ * distinct shapes and a dtype byte, and the name in a string map whose ids
+ * are the tensor ids (names back to back in one block, a 4-byte index
+ * slot).  Most lists hold few distinct shapes (a model repeats its layers),
+ * so dims, row sizes and element counts are kept once per shape, found
+ * through a small hash of the dims.  A copy (dbuf_tensors_dup) shares the
  * arrays of its source until one of the two is changed: every change goes
  * through unshare() first, which gives the changed list arrays of its own. */
 #include "dbuf/tensors.h"
@@ -13,19 +17,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
+
+/* One distinct shape: its dims at dims[at .. at + ndim). */
+typedef struct shape {
+  int64_t at;
+  int64_t row_elems; /* product of dims[1..], 1 for 1-D (overflow-checked) */
+  int ndim;
+} shape_t;
+
+/* Shape ids are 32-bit: a list holds at most UINT32_MAX distinct shapes. */
+#define MAX_SHAPES ((int64_t)UINT32_MAX)
+
+/* What the lists sharing one set of arrays share besides them: their count,
+ * and the name index a reader built for an unindexed list (see
+ * dbuf__tensors_index_drop): published once by compare-and-swap, so that
+ * const lookups from several threads build it at most once each and agree
+ * on one copy. */
+typedef struct shared {
+  atomic_int_fast64_t refs;
+  uint32_t *_Atomic index;           /* NULL, or index_nslots slots */
+  atomic_int_fast64_t index_nslots;  /* stored before index, by every builder alike */
+} shared_t;
 
 struct dbuf_tensors {
   int64_t n, cap;
-  int64_t *numel;     /* [cap] */
-  int64_t *row_elems; /* [cap] */
-  int64_t *dim_start; /* [cap] index into dims */
-  uint8_t *ndim;      /* [cap] */
+  uint32_t *shape;    /* [cap] index into shapes */
   uint8_t *dtype;     /* [cap] dbuf_dtype_t, DBUF_DTYPE_NONE when not given */
-  int64_t *dims;      /* [dims_cap] */
+  shape_t *shapes;    /* [shapes_cap] the distinct shapes, in order of first use */
+  int64_t nshapes, shapes_cap;
+  uint32_t *shape_slots; /* [shape_nslots] 0 = empty, else shape id + 1 */
+  int64_t shape_nslots;  /* 0 or a power of two >= 2 * nshapes */
+  int64_t *dims;      /* [dims_cap] the dims of every distinct shape */
   int64_t ndims, dims_cap;
   dbuf__strmap_t names; /* name -> id; names.count == n */
   int64_t total;
-  atomic_int_fast64_t *refs; /* [1] lists sharing these arrays */
+  shared_t *sh;        /* the count of lists sharing these arrays */
 };
 
 void *
@@ -61,17 +88,28 @@ dbuf__memdup(const void *src, int64_t n, size_t sz)
   return p;
 }
 
+static shared_t *
+shared_new(void)
+{
+  shared_t *sh = malloc(sizeof *sh);
+  if (sh != NULL) {
+    atomic_init(&sh->refs, 1);
+    atomic_init(&sh->index, NULL);
+    atomic_init(&sh->index_nslots, 0);
+  }
+  return sh;
+}
+
 int
 dbuf_tensors_create(dbuf_tensors_t **out)
 {
   if (out == NULL)
     return DBUF_EINVAL;
   dbuf_tensors_t *t = calloc(1, sizeof *t);
-  if (t == NULL || (t->refs = malloc(sizeof *t->refs)) == NULL) {
+  if (t == NULL || (t->sh = shared_new()) == NULL) {
     free(t);
     return DBUF_ENOMEM;
   }
-  atomic_init(t->refs, 1);
   *out = t;
   return 0;
 }
@@ -80,14 +118,14 @@ dbuf_tensors_create(dbuf_tensors_t **out)
 static void
 release_arrays(dbuf_tensors_t *t)
 {
-  if (atomic_fetch_sub(t->refs, 1) > 1)
+  if (atomic_fetch_sub(&t->sh->refs, 1) > 1)
     return;
-  free(t->refs);
-  free(t->numel);
-  free(t->row_elems);
-  free(t->dim_start);
-  free(t->ndim);
+  free(atomic_load(&t->sh->index));
+  free(t->sh);
+  free(t->shape);
   free(t->dtype);
+  free(t->shapes);
+  free(t->shape_slots);
   free(t->dims);
   dbuf__strmap_free(&t->names);
 }
@@ -108,23 +146,22 @@ unshare(dbuf_tensors_t *t)
 {
   /* A changing list is not shared with a thread (see tensors.h): a count
    * of one cannot grow under us. */
-  if (atomic_load(t->refs) == 1)
+  if (atomic_load(&t->sh->refs) == 1)
     return 0;
   dbuf_tensors_t c = *t;
-  if ((c.refs = malloc(sizeof *c.refs)) == NULL)
+  if ((c.sh = shared_new()) == NULL)
     return DBUF_ENOMEM;
-  atomic_init(c.refs, 1);
   c.cap = t->n;
+  c.shapes_cap = t->nshapes;
   c.dims_cap = t->ndims;
-  c.numel = dbuf__memdup(t->numel, t->n, sizeof *c.numel);
-  c.row_elems = dbuf__memdup(t->row_elems, t->n, sizeof *c.row_elems);
-  c.dim_start = dbuf__memdup(t->dim_start, t->n, sizeof *c.dim_start);
-  c.ndim = dbuf__memdup(t->ndim, t->n, sizeof *c.ndim);
+  c.shape = dbuf__memdup(t->shape, t->n, sizeof *c.shape);
   c.dtype = dbuf__memdup(t->dtype, t->n, sizeof *c.dtype);
+  c.shapes = dbuf__memdup(t->shapes, t->nshapes, sizeof *c.shapes);
+  c.shape_slots = dbuf__memdup(t->shape_slots, t->shape_nslots, sizeof *c.shape_slots);
   c.dims = dbuf__memdup(t->dims, t->ndims, sizeof *c.dims);
   int names_rc = dbuf__strmap_copy(&t->names, &c.names);
-  if (c.numel == NULL || c.row_elems == NULL || c.dim_start == NULL ||
-      c.ndim == NULL || c.dtype == NULL || c.dims == NULL || names_rc != 0) {
+  if (c.shape == NULL || c.dtype == NULL || c.shapes == NULL ||
+      c.shape_slots == NULL || c.dims == NULL || names_rc != 0) {
     release_arrays(&c);
     return DBUF_ENOMEM;
   }
@@ -133,33 +170,25 @@ unshare(dbuf_tensors_t *t)
   return 0;
 }
 
+/* Room for need tensors: exactly need when exact (a reservation of a known
+ * count), else doubling (one add at a time). */
 static int
-grow_arrays(dbuf_tensors_t *t, int64_t need)
+grow_arrays(dbuf_tensors_t *t, int64_t need, int exact)
 {
   if (need <= t->cap)
     return 0;
   int64_t cap = t->cap ? t->cap : 16;
+  if (exact)
+    cap = need;
   while (cap < need) {
     if (dbuf__mul(cap, 2, &cap))
       return DBUF_EOVERFLOW;
   }
-  int64_t *a = dbuf__reallocn(t->numel, cap, sizeof *a);
+  uint32_t *a = dbuf__reallocn(t->shape, cap, sizeof *a);
   if (a == NULL)
     return DBUF_ENOMEM;
-  t->numel = a;
-  a = dbuf__reallocn(t->row_elems, cap, sizeof *a);
-  if (a == NULL)
-    return DBUF_ENOMEM;
-  t->row_elems = a;
-  a = dbuf__reallocn(t->dim_start, cap, sizeof *a);
-  if (a == NULL)
-    return DBUF_ENOMEM;
-  t->dim_start = a;
-  uint8_t *d = dbuf__reallocn(t->ndim, cap, sizeof *d);
-  if (d == NULL)
-    return DBUF_ENOMEM;
-  t->ndim = d;
-  d = dbuf__reallocn(t->dtype, cap, sizeof *d);
+  t->shape = a;
+  uint8_t *d = dbuf__reallocn(t->dtype, cap, sizeof *d);
   if (d == NULL)
     return DBUF_ENOMEM;
   t->dtype = d;
@@ -185,6 +214,164 @@ grow_bytes(void **buf, int64_t *cap, int64_t need, size_t elem)
   return 0;
 }
 
+/* The shapes table.  The hash of a shape: its dims, seeded with ndim. */
+static uint64_t
+shape_hash(const int64_t *dims, int ndim)
+{
+  return XXH3_64bits_withSeed(dims, (size_t)ndim * sizeof *dims, (uint64_t)ndim);
+}
+
+/* The slot of the shape (ndim, dims) in t's table, or of the empty slot
+ * where it would go.  The table must have slots. */
+static uint64_t
+shape_probe(const dbuf_tensors_t *t, const int64_t *dims, int ndim, uint64_t h)
+{
+  uint64_t mask = (uint64_t)t->shape_nslots - 1;
+  for (uint64_t i = h & mask;; i = (i + 1) & mask) {
+    uint32_t v = t->shape_slots[i];
+    if (v == 0)
+      return i;
+    const shape_t *s = &t->shapes[v - 1];
+    if (s->ndim == ndim &&
+        memcmp(t->dims + s->at, dims, (size_t)ndim * sizeof *dims) == 0)
+      return i;
+  }
+}
+
+/* Room for one more shape of ndim dims: entries, dims and a table of slots
+ * at most half full (rebuilt, O(nshapes), when it doubles). */
+static int
+shape_room(dbuf_tensors_t *t, int ndim)
+{
+  int64_t need = t->nshapes + 1, twice;
+  int rc;
+  if (need > MAX_SHAPES)
+    return DBUF_EOVERFLOW;
+  if ((rc = grow_bytes((void **)&t->shapes, &t->shapes_cap, need, sizeof *t->shapes)) != 0 ||
+      (rc = grow_bytes((void **)&t->dims, &t->dims_cap, t->ndims + ndim, sizeof *t->dims)) != 0)
+    return rc;
+  if ((rc = dbuf__mul(need, 2, &twice)) != 0)
+    return rc;
+  if (twice > t->shape_nslots) {
+    int64_t nslots = t->shape_nslots ? t->shape_nslots : 16;
+    while (nslots < twice)
+      if ((rc = dbuf__mul(nslots, 2, &nslots)) != 0)
+        return rc;
+    uint32_t *slots = dbuf__calloc(nslots, sizeof *slots);
+    if (slots == NULL)
+      return DBUF_ENOMEM;
+    uint64_t mask = (uint64_t)nslots - 1;
+    for (int64_t k = 0; k < t->nshapes; k++) { /* shapes are distinct */
+      const shape_t *s = &t->shapes[k];
+      uint64_t i = shape_hash(t->dims + s->at, s->ndim) & mask;
+      while (slots[i] != 0)
+        i = (i + 1) & mask;
+      slots[i] = (uint32_t)(k + 1);
+    }
+    free(t->shape_slots);
+    t->shape_slots = slots;
+    t->shape_nslots = nslots;
+  }
+  return 0;
+}
+
+/* The id of shape (ndim, dims), added to the table if new (*slot_added:
+ * its slot, else UINT64_MAX).  row is the checked product of dims[1..]. */
+static int
+shape_intern(dbuf_tensors_t *t, const int64_t *dims, int ndim, int64_t row,
+             uint32_t *sid, uint64_t *slot_added)
+{
+  uint64_t h = shape_hash(dims, ndim), i;
+  int rc;
+  *slot_added = UINT64_MAX;
+  if (t->shape_nslots > 0) {
+    i = shape_probe(t, dims, ndim, h);
+    if (t->shape_slots[i] != 0) {
+      *sid = t->shape_slots[i] - 1;
+      return 0;
+    }
+  }
+  if ((rc = shape_room(t, ndim)) != 0)
+    return rc;
+  i = shape_probe(t, dims, ndim, h); /* the table may have been rebuilt */
+  shape_t *s = &t->shapes[t->nshapes];
+  s->at = t->ndims;
+  s->row_elems = row;
+  s->ndim = ndim;
+  memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
+  t->ndims += ndim;
+  t->shape_slots[i] = (uint32_t)(t->nshapes + 1);
+  *sid = (uint32_t)t->nshapes++;
+  *slot_added = i;
+  return 0;
+}
+
+/* Take back the shape shape_intern() just added (the last one; the last
+ * key of a linear-probing table is at the end of its run, so emptying its
+ * slot leaves every other probe intact). */
+static void
+shape_unintern(dbuf_tensors_t *t, uint64_t slot_added)
+{
+  if (slot_added == UINT64_MAX)
+    return;
+  t->shape_slots[slot_added] = 0;
+  t->nshapes--;
+  t->ndims -= t->shapes[t->nshapes].ndim;
+}
+
+/* The name index to look up in: t's own, or for an unindexed list the one
+ * the first lookup builds (O(n), once: see shared_t).  0 and *view (t's
+ * map, with the index), or DBUF_ENOMEM, DBUF_EOVERFLOW. */
+static int
+names_view(const dbuf_tensors_t *t, dbuf__strmap_t *view)
+{
+  *view = t->names;
+  if (t->names.nslots > 0 || t->n == 0)
+    return 0;
+  uint32_t *ix = atomic_load(&t->sh->index);
+  if (ix == NULL) {
+    uint32_t *mine;
+    int64_t nslots;
+    int rc = dbuf__strmap_index_build(&t->names, &mine, &nslots);
+    if (rc != 0)
+      return rc;
+    atomic_store(&t->sh->index_nslots, nslots); /* the same for every builder */
+    if (atomic_compare_exchange_strong(&t->sh->index, &ix, mine))
+      ix = mine;
+    else
+      free(mine); /* another thread was first: ix is its index */
+  }
+  view->slots = ix;
+  view->nslots = atomic_load(&t->sh->index_nslots);
+  return 0;
+}
+
+/* Before a change of t (not shared: unshare() first): an index of its own,
+ * the one a lookup built if there is one. */
+static int
+own_index(dbuf_tensors_t *t)
+{
+  dbuf__strmap_t v;
+  if (t->names.nslots > 0 || t->n == 0)
+    return 0;
+  assert(atomic_load(&t->sh->refs) == 1);
+  int rc = names_view(t, &v);
+  if (rc != 0)
+    return rc;
+  t->names.slots = v.slots;
+  t->names.nslots = v.nslots;
+  atomic_store(&t->sh->index, NULL);
+  return 0;
+}
+
+void
+dbuf__tensors_index_drop(dbuf_tensors_t *t)
+{
+  /* Shared arrays keep their index: the other lists hold its pointer. */
+  if (t != NULL && atomic_load(&t->sh->refs) == 1)
+    dbuf__strmap_index_drop(&t->names);
+}
+
 int
 dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
 {
@@ -195,7 +382,9 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
     return DBUF_EOVERFLOW;
   int rc = unshare(t);
   if (rc == 0)
-    rc = grow_arrays(t, need);
+    rc = own_index(t);
+  if (rc == 0)
+    rc = grow_arrays(t, need, 1);
   if (rc == 0)
     rc = dbuf__strmap_reserve(&t->names, n);
   return rc;
@@ -262,6 +451,10 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %lld: name '%s' is empty, not UTF-8, or has "
                       "spaces or control characters",
                       (long long)t->n, name);
+  /* An unindexed list (dbuf__tensors_index_drop) gets its index back: the
+   * duplicate check below needs it. */
+  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
   if (dbuf__strmap_lookup(&t->names, name, &pos, &id) == 0)
     return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
                       name, (long long)id);
@@ -291,21 +484,20 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                       "tensor %s: total element count of the list overflows "
                       "64 bits",
                       name);
-  /* The name goes in last: a failure before it leaves the list as it was. */
-  if ((rc = unshare(t)) != 0 || (rc = grow_arrays(t, t->n + 1)) != 0 ||
-      (rc = grow_bytes((void **)&t->dims, &t->dims_cap, t->ndims + ndim,
-                       sizeof *t->dims)) != 0 ||
+  /* The name goes in last: a failure before it leaves the list as it was
+   * (a shape added for this tensor is taken back). */
+  uint32_t sid;
+  uint64_t slot_added = UINT64_MAX;
+  if ((rc = unshare(t)) == 0 && (rc = grow_arrays(t, t->n + 1, 0)) == 0 &&
+      (rc = shape_intern(t, dims, ndim, row, &sid, &slot_added)) == 0 &&
       (rc = dbuf__strmap_insert(&t->names, name, &pos, &id)) != 0)
+    shape_unintern(t, slot_added);
+  if (rc != 0)
     return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
   assert(id == t->n); /* the map numbers the names as the list does */
 
-  memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
-  t->dim_start[id] = t->ndims;
-  t->ndim[id] = (uint8_t)ndim;
+  t->shape[id] = sid;
   t->dtype[id] = DBUF_DTYPE_NONE;
-  t->numel[id] = numel;
-  t->row_elems[id] = row;
-  t->ndims += ndim;
   t->total = total;
   t->n++;
   return 0;
@@ -320,7 +512,7 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
     return DBUF_EINVAL;
   if ((c = malloc(sizeof *c)) == NULL)
     return DBUF_ENOMEM;
-  atomic_fetch_add(t->refs, 1);
+  atomic_fetch_add(&t->sh->refs, 1);
   *c = *t;
   *out = c;
   return 0;
@@ -329,24 +521,25 @@ dbuf_tensors_dup(const dbuf_tensors_t *t, dbuf_tensors_t **out)
 void
 dbuf__tensors_trim(dbuf_tensors_t *t)
 {
-  if (t == NULL || atomic_load(t->refs) != 1)
+  if (t == NULL || atomic_load(&t->sh->refs) != 1)
     return;
   dbuf__strmap_trim(&t->names);
+  /* Shrinking keeps the contents; a failed realloc keeps the old block,
+   * which is only larger than the count it is then said to hold. */
   if (t->n > 0 && t->n < t->cap) {
-    int64_t *a;
+    uint32_t *a;
     uint8_t *b;
-    /* Shrinking keeps the contents; a failed realloc keeps the old block. */
-    if ((a = realloc(t->numel, (size_t)t->n * sizeof *a)) != NULL)
-      t->numel = a;
-    if ((a = realloc(t->row_elems, (size_t)t->n * sizeof *a)) != NULL)
-      t->row_elems = a;
-    if ((a = realloc(t->dim_start, (size_t)t->n * sizeof *a)) != NULL)
-      t->dim_start = a;
-    if ((b = realloc(t->ndim, (size_t)t->n)) != NULL)
-      t->ndim = b;
+    if ((a = realloc(t->shape, (size_t)t->n * sizeof *a)) != NULL)
+      t->shape = a;
     if ((b = realloc(t->dtype, (size_t)t->n)) != NULL)
       t->dtype = b;
-    t->cap = t->n; /* a block that did not shrink is only larger */
+    t->cap = t->n;
+  }
+  if (t->nshapes > 0 && t->nshapes < t->shapes_cap) {
+    shape_t *s = realloc(t->shapes, (size_t)t->nshapes * sizeof *s);
+    if (s != NULL)
+      t->shapes = s;
+    t->shapes_cap = t->nshapes;
   }
   if (t->ndims > 0 && t->ndims < t->dims_cap) {
     int64_t *a = realloc(t->dims, (size_t)t->ndims * sizeof *a);
@@ -369,6 +562,7 @@ dbuf_tensors_total(const dbuf_tensors_t *t)
 }
 
 #define IN_RANGE(t, id) ((t) != NULL && (id) >= 0 && (id) < (t)->n)
+#define SHAPE(t, id) (&(t)->shapes[(t)->shape[id]])
 
 int
 dbuf_tensors_set_dtype(dbuf_tensors_t *t, int64_t id, dbuf_dtype_t dtype)
@@ -401,39 +595,42 @@ dbuf_tensors_name(const dbuf_tensors_t *t, int64_t id)
 int
 dbuf_tensors_ndim(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->ndim[id] : 0;
+  return IN_RANGE(t, id) ? SHAPE(t, id)->ndim : 0;
 }
 
 const int64_t *
 dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->dims + t->dim_start[id] : NULL;
+  return IN_RANGE(t, id) ? t->dims + SHAPE(t, id)->at : NULL;
 }
 
 int64_t
 dbuf_tensors_numel(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->numel[id] : -1;
+  /* checked at the add: rows * row_elems fits */
+  return IN_RANGE(t, id) ? t->dims[SHAPE(t, id)->at] * SHAPE(t, id)->row_elems : -1;
 }
 
 int64_t
 dbuf_tensors_rows(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->dims[t->dim_start[id]] : -1;
+  return IN_RANGE(t, id) ? t->dims[SHAPE(t, id)->at] : -1;
 }
 
 int64_t
 dbuf_tensors_row_elems(const dbuf_tensors_t *t, int64_t id)
 {
-  return IN_RANGE(t, id) ? t->row_elems[id] : -1;
+  return IN_RANGE(t, id) ? SHAPE(t, id)->row_elems : -1;
 }
 
 int
 dbuf_tensors_find(const dbuf_tensors_t *t, const char *name, int64_t *id)
 {
+  dbuf__strmap_t v;
   if (t == NULL || name == NULL || id == NULL)
     return DBUF_EINVAL;
-  return dbuf__strmap_find(&t->names, name, id);
+  int rc = names_view(t, &v);
+  return rc != 0 ? rc : dbuf__strmap_find(&v, name, id);
 }
 
 _Static_assert(DBUF__SHAPE_STR_LEN >= 21 * DBUF_MAX_DIMS + 1,
@@ -471,7 +668,7 @@ dbuf_tensors_shape_str(const dbuf_tensors_t *t, int64_t id, char *buf,
   buf[0] = '\0';
   if (!IN_RANGE(t, id))
     return DBUF_ERANGE;
-  return dbuf__shape_str(t->dims + t->dim_start[id], t->ndim[id], buf, len);
+  return dbuf__shape_str(t->dims + SHAPE(t, id)->at, SHAPE(t, id)->ndim, buf, len);
 }
 
 int

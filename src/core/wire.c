@@ -662,6 +662,10 @@ read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
     dbuf_tensors_destroy(t);
     return rc;
   }
+  /* The adds proved the names distinct (a duplicate fails above with the
+   * adds' message); most receivers never look a name up, so the index goes
+   * until the first lookup builds it again. */
+  dbuf__tensors_index_drop(t);
   *out = t;
   return 0;
 }

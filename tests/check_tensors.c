@@ -1,0 +1,179 @@
+/* The tensor list's lean storage (src/core/tensors.c): the table of
+ * distinct shapes, a dropped name index built again on the first lookup,
+ * and copy-on-write sharing across both. */
+#include "core_internal.h"
+#include "dbuf/tensors.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define N 2000
+
+static void
+name_of(int64_t i, char *buf, size_t len)
+{
+  snprintf(buf, len, "model.layers.%lld.mlp.w", (long long)i);
+}
+
+/* N tensors: tensor i has shape (i % 5 + 1) x 4 for even i and a 1-D
+ * shape of i rows for odd i (N / 2 distinct 1-D shapes, 5 2-D ones). */
+static dbuf_tensors_t *
+make_list(void)
+{
+  dbuf_tensors_t *t;
+  char name[64];
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int64_t i = 0; i < N; i++) {
+    int64_t dims[2] = {i % 2 ? i : i % 5 + 1, 4};
+    name_of(i, name, sizeof name);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, i % 2 ? 1 : 2, dims, NULL), 0);
+  }
+  return t;
+}
+
+static void
+check_list(const dbuf_tensors_t *t)
+{
+  char name[64], shape[64], want[64];
+  int64_t id;
+  ck_assert_int_ge(dbuf_tensors_count(t), N); /* and the tensors added after */
+  for (int64_t i = 0; i < N; i++) {
+    name_of(i, name, sizeof name);
+    ck_assert_str_eq(dbuf_tensors_name(t, i), name);
+    ck_assert_int_eq(dbuf_tensors_find(t, name, &id), 0);
+    ck_assert_int_eq(id, i);
+    int64_t rows = i % 2 ? i : i % 5 + 1, row = i % 2 ? 1 : 4;
+    ck_assert_int_eq(dbuf_tensors_ndim(t, i), i % 2 ? 1 : 2);
+    ck_assert_int_eq(dbuf_tensors_rows(t, i), rows);
+    ck_assert_int_eq(dbuf_tensors_row_elems(t, i), row);
+    ck_assert_int_eq(dbuf_tensors_numel(t, i), rows * row);
+    ck_assert_int_eq(dbuf_tensors_dims(t, i)[0], rows);
+    ck_assert_int_eq(dbuf_tensors_shape_str(t, i, shape, sizeof shape), 0);
+    if (i % 2)
+      snprintf(want, sizeof want, "%lld", (long long)rows);
+    else
+      snprintf(want, sizeof want, "%lldx4", (long long)rows);
+    ck_assert_str_eq(shape, want);
+  }
+  ck_assert_int_eq(dbuf_tensors_find(t, "model.layers.2000.mlp.w", &id), DBUF_ENOTFOUND);
+  ck_assert_int_eq(dbuf_tensors_find(t, "model.layers.1", &id), DBUF_ENOTFOUND);
+}
+
+/* sum of (i % 5 + 1) * 4 over even i, plus i over odd i, i < N */
+static int64_t
+want_total(void)
+{
+  int64_t s = 0;
+  for (int64_t i = 0; i < N; i++)
+    s += i % 2 ? i : (i % 5 + 1) * 4;
+  return s;
+}
+
+START_TEST(test_shapes_table)
+{
+  dbuf_tensors_t *t = make_list();
+  check_list(t);
+  ck_assert_int_eq(dbuf_tensors_total(t), want_total());
+  /* A rejected add with a new shape leaves the list as it was: the shape
+   * 7x7x7 then serves a later tensor. */
+  dbuf_diag_t d;
+  int64_t dims[3] = {7, 7, 7};
+  ck_assert_int_eq(dbuf_tensors_add(t, "model.layers.3.mlp.w", 3, dims, &d), DBUF_EDUP);
+  ck_assert_str_eq(d.msg, "tensor model.layers.3.mlp.w: duplicate name (tensor 3)");
+  ck_assert_int_eq(dbuf_tensors_count(t), N);
+  check_list(t);
+  ck_assert_int_eq(dbuf_tensors_add(t, "cube", 3, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_numel(t, N), 343);
+  ck_assert_int_eq(dbuf_tensors_row_elems(t, N), 49);
+  ck_assert_int_eq(dbuf_tensors_total(t), want_total() + 343);
+  /* A 1-D tensor of 4 rows and a 4-row 2-D tensor are different shapes. */
+  int64_t four = 4;
+  ck_assert_int_eq(dbuf_tensors_add(t, "four", 1, &four, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_ndim(t, N + 1), 1);
+  ck_assert_int_eq(dbuf_tensors_numel(t, N + 1), 4);
+  dbuf__tensors_trim(t);
+  check_list(t);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* Dropped index: every lookup answers as before, a duplicate add is still
+ * refused with the same message, copies share one rebuilt index. */
+START_TEST(test_lazy_index)
+{
+  dbuf_tensors_t *t = make_list(), *c = NULL, *c2 = NULL;
+  dbuf_diag_t d;
+  int64_t one = 1, id;
+  dbuf__tensors_index_drop(t);
+  check_list(t); /* the first find builds it */
+  dbuf__tensors_index_drop(t);
+  ck_assert_int_eq(dbuf_tensors_add(t, "model.layers.1999.mlp.w", 1, &one, &d), DBUF_EDUP);
+  ck_assert_str_eq(d.msg, "tensor model.layers.1999.mlp.w: duplicate name (tensor 1999)");
+  ck_assert_int_eq(dbuf_tensors_count(t), N);
+  dbuf__tensors_index_drop(t);
+  ck_assert_int_eq(dbuf_tensors_dup(t, &c), 0);
+  ck_assert_int_eq(dbuf_tensors_dup(t, &c2), 0);
+  check_list(c); /* builds the shared index */
+  check_list(t);
+  dbuf__tensors_index_drop(c); /* shared: no-op */
+  check_list(c2);
+  /* A change of c copies the arrays; the others keep the built index. */
+  ck_assert_int_eq(dbuf_tensors_add(c, "model.layers.0.mlp.w", 1, &one, &d), DBUF_EDUP);
+  ck_assert_str_eq(d.msg, "tensor model.layers.0.mlp.w: duplicate name (tensor 0)");
+  ck_assert_int_eq(dbuf_tensors_add(c, "extra", 1, &one, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_find(c, "extra", &id), 0);
+  ck_assert_int_eq(id, N);
+  ck_assert_int_eq(dbuf_tensors_find(t, "extra", &id), DBUF_ENOTFOUND);
+  dbuf_tensors_destroy(t);
+  check_list(c2);
+  ck_assert_int_eq(dbuf_tensors_set_dtype(c2, 5, DBUF_DTYPE_BF16), 0);
+  ck_assert_int_eq(dbuf_tensors_dtype(c2, 5), DBUF_DTYPE_BF16);
+  ck_assert_int_eq(dbuf_tensors_dtype(c, 5), DBUF_DTYPE_NONE);
+  dbuf_tensors_destroy(c);
+  /* reserve on an unindexed list takes the index back */
+  dbuf__tensors_index_drop(c2);
+  ck_assert_int_eq(dbuf_tensors_reserve(c2, 10), 0);
+  check_list(c2);
+  dbuf_tensors_destroy(c2);
+}
+END_TEST
+
+static void *
+finder(void *arg)
+{
+  check_list(arg);
+  return NULL;
+}
+
+/* Four threads look up in one unindexed list at once: one index wins, every
+ * answer is right (run under a sanitizer or helgrind to see the races). */
+START_TEST(test_lazy_index_threads)
+{
+  dbuf_tensors_t *t = make_list();
+  pthread_t th[4];
+  dbuf__tensors_index_drop(t);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, finder, t), 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("tensors");
+  TCase *tc = tcase_create("tensors");
+  tcase_add_test(tc, test_shapes_table);
+  tcase_add_test(tc, test_lazy_index);
+  tcase_add_test(tc, test_lazy_index_threads);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
