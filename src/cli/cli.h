@@ -225,9 +225,9 @@ int cli_next_opt(cli_plan_opts_t *o, const char *cmd, int argc, char **argv,
  * model; with the parallel options, its stage o->stage, or the largest
  * stage when -1), set their dtypes (a --dtype-map rule that matches the
  * name, else --dtype when given, else the file's own: safetensors header,
- * shapes column; else none, which planning turns into --dtype's default),
- * and build the layout.  digest (may be NULL) hashes the input bytes.
- * Both return 0 or a DBUF_E* code with the error printed as
+ * shapes column; else none, which planning turns into --dtype's default).
+ * digest (may be NULL) hashes the input bytes.  Returns 0 or a DBUF_E* code
+ * with the error printed as
  * "dbuf-shard: FILE:LINE: ..." (map it with cli_exit_code).
  */
 int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
@@ -235,14 +235,13 @@ int cli_load_tensors(const cli_plan_opts_t *o, dbuf_tensors_t **out,
 /* Stages a plan reports one block each: pp for a built-in model with --pp
  * and no --stage, else 1. */
 int64_t cli_plan_stages(const cli_plan_opts_t *o);
-int cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
-                     const char *what, dbuf_layout_t **out);
 
 /*
  * The plan of the options: units from --units, one buffer per unit and
  * dtype (the tensors' dtypes as cli_load_tensors() left them; tensors
- * without one get --dtype), each built like cli_build_layout().  Returns 0
- * or a DBUF_E* code with the error printed.
+ * without one get --dtype), each built by dbuf_plan_build() with the
+ * layout options (--align-bytes per buffer element size).  Returns 0 or a
+ * DBUF_E* code with the error printed.
  */
 int cli_build_plan(const cli_plan_opts_t *o, const dbuf_tensors_t *t, const char *what,
                    dbuf_plan_t **out);

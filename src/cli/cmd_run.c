@@ -565,6 +565,8 @@ typedef struct run_buf {
   double fill_s;              /* seconds writing the segment */
   dbuf_comm_load_stats_t ls;  /* --load: the load's figures (agreed totals) */
   dbuf_load_verdict_t lv;     /* --load: the checkpoint proof (agreed) */
+  int64_t file_bytes;         /* --load, rank 0: the file bytes of the whole
+                                 buffer (0 when its read plan fails) */
   char name[160];             /* "UNIT/DTYPE", for messages */
 } run_buf_t;
 
@@ -586,6 +588,7 @@ typedef struct run {
   int materialize;
   dbuf_topo_t *topo;
   dbuf_st_t *st;              /* --load: the checkpoint, opened by every rank */
+  int64_t load_files;         /* --load, rank 0: the files some rank reads */
   run_rank_rec_t rec;
   run_timings_t tm;
   cli_problems_t probs;       /* rank 0: every problem of a broken --layout-file */
@@ -1185,20 +1188,34 @@ run_preflight(run_t *r)
   return phase_end(r, nshort > 0 ? CLI_EXIT_FAIL : 0);
 }
 
-/* Rank 0's progress: the file bytes of the whole buffer i (0 when its read
- * plan fails: the load itself then names the problem). */
-static int64_t
-buffer_file_bytes(const run_t *r, int64_t i)
+/* --load, rank 0: each buffer's whole read plan, once, for the progress
+ * line (its file bytes) and the report (the files some rank reads: the
+ * ranks' ranges cover each buffer).  A plan that fails counts nothing: the
+ * load itself then names the problem.  0 or -1 (no memory). */
+static int
+whole_read_plans(run_t *r)
 {
-  const run_buf_t *b = &r->buf[i];
-  dbuf_load_plan_t *p = NULL;
-  dbuf_load_stats_t st;
-  int64_t bytes = 0;
-  if (dbuf_load_plan_create(b->l, 0, dbuf_layout_size(b->l), b->dtype, r->st, &p, NULL) == 0 &&
-      dbuf_load_plan_stats(p, &st) == 0)
-    bytes = st.bytes;
-  dbuf_load_plan_destroy(p);
-  return bytes;
+  int64_t nf = dbuf_st_file_count(r->st);
+  char *used = calloc((size_t)(nf > 0 ? nf : 1), 1);
+  if (used == NULL)
+    return -1;
+  for (int64_t i = 0; i < r->nbuf; i++) {
+    run_buf_t *b = &r->buf[i];
+    dbuf_load_plan_t *p = NULL;
+    dbuf_load_stats_t st;
+    if (dbuf_load_plan_create(b->l, 0, dbuf_layout_size(b->l), b->dtype, r->st, &p, NULL) == 0) {
+      if (dbuf_load_plan_stats(p, &st) == 0)
+        b->file_bytes = st.bytes;
+      for (int64_t f = 0; f < nf; f++)
+        used[f] |= (char)dbuf_load_plan_uses_file(p, f);
+    }
+    dbuf_load_plan_destroy(p);
+  }
+  r->load_files = 0;
+  for (int64_t f = 0; f < nf; f++)
+    r->load_files += used[f];
+  free(used);
+  return 0;
 }
 
 /* --load: every rank opens the checkpoint itself (its headers: the data is
@@ -1335,12 +1352,13 @@ run_materialize(run_t *r)
     const char *all = getenv("DBUF_PROGRESS_ALL");
     progress_t pr = {MPI_Wtime(), r->o.quiet || r->rank != 0,
                      all != NULL && strcmp(all, "1") == 0 ? 0.0 : 1.0, MPI_Wtime(), 0, 0, 0};
+    if (r->o.load && r->rank == 0 && whole_read_plans(r) != 0)
+      pr.quiet = 1; /* no memory for the estimate: no progress line */
     for (int64_t i = 0; r->o.load && !pr.quiet && i < r->nbuf; i++)
-      if (__builtin_add_overflow(pr.job_total, buffer_file_bytes(r, i), &pr.job_total))
+      if (__builtin_add_overflow(pr.job_total, r->buf[i].file_bytes, &pr.job_total))
         pr.job_total = 0; /* no estimate */
     for (int64_t i = 0; i < r->nbuf && rc == 0; i++) {
-      if (r->o.load && !pr.quiet)
-        pr.buf_total = buffer_file_bytes(r, i);
+      pr.buf_total = r->buf[i].file_bytes;
       dbuf_diag_clear(&d);
       rc = fill_buffer(r, i, &pr, &d);
       if (rc != 0 && r->o.load && r->nbuf > 1) {
@@ -1502,26 +1520,10 @@ load_summary(const run_t *r, run_load_sum_t *ld)
   memset(ld, 0, sizeof *ld);
   ld->io = dbuf_io_name(r->o.io);
   ld->pass = 1;
-  int64_t nf = dbuf_st_file_count(r->st);
-  char *used = calloc((size_t)(nf > 0 ? nf : 1), 1);
   ld->lines = calloc((size_t)r->nbuf * DBUF_LOAD_MAX_LISTED + 1, sizeof *ld->lines);
-  if (used == NULL || ld->lines == NULL) {
-    free(used);
+  if (ld->lines == NULL)
     return -1;
-  }
-  /* The files some rank read: the ranks' ranges cover each buffer, so
-   * those its whole-buffer read plan uses. */
-  for (int64_t i = 0; i < r->nbuf; i++) {
-    const run_buf_t *b = &r->buf[i];
-    dbuf_load_plan_t *p = NULL;
-    if (dbuf_load_plan_create(b->l, 0, dbuf_layout_size(b->l), b->dtype, r->st, &p, NULL) == 0)
-      for (int64_t f = 0; f < nf; f++)
-        used[f] |= (char)dbuf_load_plan_uses_file(p, f);
-    dbuf_load_plan_destroy(p);
-  }
-  for (int64_t f = 0; f < nf; f++)
-    ld->files += used[f];
-  free(used);
+  ld->files = r->load_files; /* whole_read_plans() */
   /* Sums of agreed figures, each below a file size or the buffers' bytes. */
   for (int64_t i = 0; i < r->nbuf; i++) {
     const run_buf_t *b = &r->buf[i];

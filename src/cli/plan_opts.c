@@ -575,17 +575,6 @@ cli_warn_plan(const dbuf_plan_t *p, const char *what)
   }
 }
 
-static int64_t
-gcd64(int64_t a, int64_t b)
-{
-  while (b != 0) {
-    int64_t r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
-
 /*
  * The layout parameters of the options for tensors t: the kind's checks,
  * --owners (a file's owners in *owners, malloc'd, indexed by tensor id).
@@ -655,24 +644,6 @@ build_error(const cli_plan_opts_t *o, const dbuf_layout_params_t *p, const char 
   else
     cli_err("%s: %s", what, d->msg);
   return rc;
-}
-
-int
-cli_build_layout(const cli_plan_opts_t *o, const dbuf_tensors_t *t,
-                 const char *what, dbuf_layout_t **out)
-{
-  dbuf_layout_params_t p;
-  dbuf_diag_t d;
-  int *owners = NULL;
-  int rc = layout_params(o, t, &p, &owners);
-  if (rc != 0)
-    return rc;
-  if (p.kind == DBUF_LAYOUT_COMPACT && o->align_bytes > 0)
-    /* N bytes of elem_size-byte elements: offsets multiple of N / gcd. */
-    p.align_elems = o->align_bytes / gcd64(o->align_bytes, o->elem_size);
-  rc = dbuf_layout_build(t, &p, out, &d);
-  free(owners);
-  return rc != 0 ? build_error(o, &p, what, rc, &d) : 0;
 }
 
 /* --units as units of t: none, layer, re:REGEX or a file. */
