@@ -174,6 +174,17 @@ START_TEST(test_no_stutter)
       {"[{\"name\":\"a\",\"shape\":[3]},{\"name\":\"a\",\"shape\":[3]}]",
        "m.shapes: entry 1: tensor a: duplicate name (tensor 0)"},
       {"a 4611686018427387904x4\n", NULL},
+      /* Lines are parsed ahead of their adds: the first error in the
+       * file's order still wins, past the 16 lines parsed ahead too. */
+      {"a 3\na 3\nb 3xq\n", "m.shapes:2: tensor a: duplicate name (tensor 0)"},
+      {"a 3\nb 3xq\na 3\n", "m.shapes:2: tensor b: shape '3xq': expected a non-negative "
+                               "integer at 'q'"},
+      {"t0 1\nt1 1\nt2 1\nt3 1\nt4 1\nt5 1\nt6 1\nt7 1\nt8 1\nt9 1\nt10 1\nt11 1\n"
+       "t12 1\nt13 1\nt14 1\nt15 1\n# c\nt16 1\nt3 2\nt18 1\nt19 1 q\n",
+       "m.shapes:19: tensor t3: duplicate name (tensor 3)"},
+      {"t0 1\nt1 1\nt2 1\nt3 1\nt4 1\nt5 1\nt6 1\nt7 1\nt8 1\nt9 1\nt10 1\nt11 1\n"
+       "t12 1\nt13 1\nt14 1\nt15 1\nt3 1\n",
+       "m.shapes:17: tensor t3: duplicate name (tensor 3)"},
   };
   ck_assert(stutters("f:2: tensor a: tensor a: duplicate name"));
   ck_assert(!stutters("f:2: tensor a: duplicate name"));

@@ -162,6 +162,125 @@ START_TEST(test_lazy_index_threads)
 }
 END_TEST
 
+
+/* The bulk path: the same list as make_list() built by bulk adds, the
+ * index built at the end (every name found), or left for the first
+ * lookup; the internal accessors agree with the public ones. */
+START_TEST(test_bulk)
+{
+  for (int check = 0; check < 2; check++) {
+    dbuf_tensors_t *t;
+    char name[64];
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    ck_assert_int_eq(dbuf__tensors_bulk_begin(t, N), 0);
+    for (int64_t i = 0; i < N; i++) {
+      int64_t dims[2] = {i % 2 ? i : i % 5 + 1, 4};
+      name_of(i, name, sizeof name);
+      ck_assert_int_eq(dbuf__tensors_add_bulk(t, name, strlen(name), i % 2 ? 1 : 2, dims, NULL),
+                       0);
+      ck_assert_uint_eq(dbuf__tensors_name_len(t, i), strlen(name));
+    }
+    ck_assert_int_eq(dbuf__tensors_bulk_end(t, check, NULL), 0);
+    check_list(t);
+    ck_assert_int_eq(dbuf_tensors_total(t), want_total());
+    /* 5 2-D shapes and N / 2 1-D ones, numbered in order of first use */
+    ck_assert_int_eq(dbuf__tensors_nshapes(t), 5 + N / 2);
+    ck_assert_uint_eq(dbuf__tensors_shape_id(t, 0), 0);
+    ck_assert_uint_eq(dbuf__tensors_shape_id(t, 1), 1);
+    ck_assert_uint_eq(dbuf__tensors_shape_id(t, 10), 0); /* 10 % 5 + 1 == 1: tensor 0's */
+    int64_t one = 1;
+    dbuf_diag_t d;
+    ck_assert_int_eq(dbuf_tensors_add(t, "model.layers.7.mlp.w", 1, &one, &d), DBUF_EDUP);
+    ck_assert_str_eq(d.msg, "tensor model.layers.7.mlp.w: duplicate name (tensor 7)");
+    dbuf_tensors_destroy(t);
+  }
+}
+END_TEST
+
+/* The end of a bulk build names the first tensor whose name was seen
+ * before (in id order) and the earlier one; the bulk add refuses what the
+ * add refuses, with its message; a list with an index refuses bulk adds. */
+START_TEST(test_bulk_errors)
+{
+  static const char *names[] = {"a", "b", "c", "b", "a"};
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  int64_t dims[2] = {2, 3}, bad[2] = {2, 0};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, 5), 0);
+  for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(dbuf__tensors_add_bulk(t, names[i], 1, 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_end(t, 1, &d), DBUF_EDUP);
+  ck_assert_str_eq(d.msg, "tensor b: duplicate name (tensor 1)");
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, 1), DBUF_EINVAL); /* not empty */
+  dbuf_tensors_destroy(t);
+
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, 3), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "x y", 3, 2, dims, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor 0: name 'x y' is empty, not UTF-8, or has spaces or "
+                          "control characters");
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "z", 1, 2, bad, &d), DBUF_ESHAPE);
+  ck_assert_str_eq(d.msg, "tensor z: zero-sized non-leading dim 1");
+  ck_assert_int_eq(dbuf_tensors_count(t), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "z", 1, 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_end(t, 1, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "w", 1, 2, dims, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_tensors_count(t), 1);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* Names are checked 8 bytes at a time: a bad byte at any place of a long
+ * name is still refused, and good UTF-8 still passes. */
+START_TEST(test_name_bytes)
+{
+  static const unsigned char bad[] = {' ', '\t', 0x01, 0x7f, 0x80, 0xff, 0xc0};
+  char name[48];
+  int64_t one = 1;
+  for (size_t b = 0; b < sizeof bad; b++) {
+    for (int at = 0; at < 41; at++) {
+      dbuf_tensors_t *t;
+      ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+      memset(name, 'n', 41);
+      name[41] = '\0';
+      name[at] = (char)bad[b];
+      ck_assert_msg(dbuf_tensors_add(t, name, 1, &one, NULL) == DBUF_EINVAL,
+                    "byte 0x%02x at %d passed", bad[b], at);
+      dbuf_tensors_destroy(t);
+    }
+  }
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "!~0123456789abcdefghijklmnopqrstuvwxyz.w", 1, &one, NULL),
+                   0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "experts.\xc3\xa9l\xc3\xa8ve.\xe2\x82\xac.weight", 1, &one,
+                                    NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "\xed\xa0\x80.surrogate", 1, &one, NULL), DBUF_EINVAL);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/* Reserved name bytes: the names are kept whole across the reservation
+ * and the trim that gives the rest back. */
+START_TEST(test_reserve_names)
+{
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_reserve_names(t, 1 << 20), 0);
+  ck_assert_int_eq(dbuf__tensors_reserve_names(t, -1), DBUF_EINVAL);
+  char name[64];
+  for (int64_t i = 0; i < N; i++) {
+    int64_t dims[2] = {i % 2 ? i : i % 5 + 1, 4};
+    name_of(i, name, sizeof name);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, i % 2 ? 1 : 2, dims, NULL), 0);
+  }
+  dbuf__tensors_trim(t);
+  check_list(t);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -170,6 +289,10 @@ main(void)
   tcase_add_test(tc, test_shapes_table);
   tcase_add_test(tc, test_lazy_index);
   tcase_add_test(tc, test_lazy_index_threads);
+  tcase_add_test(tc, test_bulk);
+  tcase_add_test(tc, test_bulk_errors);
+  tcase_add_test(tc, test_name_bytes);
+  tcase_add_test(tc, test_reserve_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

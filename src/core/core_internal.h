@@ -121,7 +121,44 @@ void dbuf__tensors_trim(struct dbuf_tensors *t);
  * back.  No-op for a list that shares its arrays. */
 void dbuf__tensors_index_drop(struct dbuf_tensors *t);
 
-/* Checked allocation of n elements of size sz (never returns for n*sz overflow). */
+/* Adding many tensors fast (internal).  name is NUL-terminated at len.
+ *  - dbuf__tensors_add_hashed(): dbuf_tensors_add() with the name's length
+ *    and hash (dbuf__tensors_name_hash) given, so that a reader that knows
+ *    its next names hashes them ahead and dbuf__tensors_prefetch()es the
+ *    slot each will probe: the random reads of a large index overlap.
+ *  - Bulk: dbuf__tensors_bulk_begin() on an empty list reserves n tensors
+ *    and drops the name index; dbuf__tensors_add_bulk() checks and adds as
+ *    dbuf_tensors_add() does but for the duplicate check;
+ *    dbuf__tensors_bulk_end() with check indexes every name in one
+ *    prefetched pass and fails on the first repeated name with
+ *    dbuf_tensors_add()'s message for it (the list is then to be
+ *    destroyed), without check leaves the list unindexed (names already
+ *    proven distinct: the first lookup indexes them). */
+uint64_t dbuf__tensors_name_hash(const char *name, size_t len);
+void dbuf__tensors_prefetch(const struct dbuf_tensors *t, uint64_t hash);
+int dbuf__tensors_add_hashed(struct dbuf_tensors *t, const char *name, size_t len,
+                             uint64_t hash, int ndim, const int64_t *dims,
+                             dbuf_diag_t *diag);
+int dbuf__tensors_bulk_begin(struct dbuf_tensors *t, int64_t n);
+int dbuf__tensors_add_bulk(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
+                           const int64_t *dims, dbuf_diag_t *diag);
+int dbuf__tensors_bulk_end(struct dbuf_tensors *t, int check, dbuf_diag_t *diag);
+/* Room for bytes more bytes of names (NULs included) so that the name
+ * block is never copied as it grows; dbuf__tensors_trim() gives back what
+ * was not used.  0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_ENOMEM. */
+int dbuf__tensors_reserve_names(struct dbuf_tensors *t, int64_t bytes);
+
+/* The list's table of distinct shapes (internal): the shape id of tensor
+ * id (ids in order of first use), how many shapes, and a name's length
+ * without strlen.  id must be in range. */
+uint32_t dbuf__tensors_shape_id(const struct dbuf_tensors *t, int64_t id);
+int64_t dbuf__tensors_nshapes(const struct dbuf_tensors *t);
+size_t dbuf__tensors_name_len(const struct dbuf_tensors *t, int64_t id);
+
+/* Checked allocation of n elements of size sz (NULL for n*sz overflow);
+ * arrays of 4 MiB and more are advised huge pages (dbuf__advise_huge: the
+ * 2 MiB-aligned interior of [p, p + len), advice only). */
+void dbuf__advise_huge(void *p, size_t len);
 void *dbuf__calloc(int64_t n, size_t sz);
 void *dbuf__mallocn(int64_t n, size_t sz);
 void *dbuf__reallocn(void *p, int64_t n, size_t sz);

@@ -229,11 +229,14 @@ sub_tensors(const dbuf_tensors_t *t, const int64_t *ids, int64_t n, dbuf_dtype_t
 {
   dbuf_tensors_t *s;
   int rc = dbuf_tensors_create(&s);
+  /* t's names are distinct: no duplicate check, the index comes with the
+   * first lookup */
   if (rc == 0)
-    rc = dbuf_tensors_reserve(s, n);
+    rc = dbuf__tensors_bulk_begin(s, n);
   for (int64_t i = 0; rc == 0 && i < n; i++) {
-    rc = dbuf_tensors_add(s, dbuf_tensors_name(t, ids[i]), dbuf_tensors_ndim(t, ids[i]),
-                          dbuf_tensors_dims(t, ids[i]), diag);
+    rc = dbuf__tensors_add_bulk(s, dbuf_tensors_name(t, ids[i]),
+                                dbuf__tensors_name_len(t, ids[i]), dbuf_tensors_ndim(t, ids[i]),
+                                dbuf_tensors_dims(t, ids[i]), diag);
     if (rc == 0)
       rc = dbuf_tensors_set_dtype(s, i, dtype);
   }

@@ -190,21 +190,65 @@ next_field(char **p)
 /* The longest line of a text shapes file, with its end. */
 #define LINE_BYTES 4096
 
-/* The text parser's state: the input's name, the list, the line number. */
+/* Lines are parsed AHEAD at a time before their tensors are added: each
+ * name is hashed and its slot in the name index prefetched as it is
+ * parsed, so that the adds find the slots in cache.  Errors keep the order
+ * of the lines: a line's parse error comes after the adds of the lines
+ * before it. */
+#define AHEAD 16
+
+/* A parsed line waiting to be added. */
+typedef struct {
+  long line;
+  size_t len;
+  uint64_t hash;
+  int ndim;
+  dbuf_dtype_t dtype;
+  int64_t dims[DBUF_MAX_DIMS];
+} pending_t;
+
+/* The text parser's state: the input's name, the list, the line number,
+ * and the parsed lines not yet added (their names in names[k]). */
 typedef struct {
   const char *name;
   dbuf_tensors_t *t;
   long line;
+  int npend;
   char buf[LINE_BYTES]; /* a copy of the line, its fields NUL-terminated */
+  pending_t pend[AHEAD];
+  char names[AHEAD][LINE_BYTES];
 } text_state_t;
 
-/* Parse [p, le), the next line of the input (without its '\n'). */
+/* Add the pending lines in order; the first failure names its line. */
 static int
-parse_line(text_state_t *s, const char *p, const char *le, dbuf_diag_t *diag)
+flush_pending(text_state_t *s, dbuf_diag_t *diag)
+{
+  int n = s->npend, rc = 0;
+  s->npend = 0;
+  for (int k = 0; k < n && rc == 0; k++) {
+    const pending_t *q = &s->pend[k];
+    dbuf_diag_t d;
+    /* dbuf_tensors_add names the tensor itself: add only the line. */
+    rc = dbuf__tensors_add_hashed(s->t, s->names[k], q->len, q->hash, q->ndim, q->dims, &d);
+    if (rc != 0)
+      rc = dbuf__diag(diag, rc, "%s:%ld: %s", s->name, q->line, d.msg);
+    else if (q->dtype != DBUF_DTYPE_NONE)
+      dbuf_tensors_set_dtype(s->t, dbuf_tensors_count(s->t) - 1, q->dtype);
+  }
+  return rc;
+}
+
+/* Parse [p, le), the next line of the input (without its '\n'), into a
+ * pending add (q->len 0: a blank or comment line). */
+static int
+parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
+             pending_t *q, dbuf_diag_t *diag)
 {
   const char *name = s->name;
   long line = ++s->line;
   char *buf = s->buf;
+  q->len = 0;
+  q->line = line;
   if ((size_t)(le - p) >= sizeof s->buf)
     return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: line longer than %zu bytes",
                       name, line, sizeof s->buf - 1);
@@ -228,27 +272,49 @@ parse_line(text_state_t *s, const char *p, const char *le, dbuf_diag_t *diag)
     return dbuf__diag(diag, DBUF_EPARSE,
                       "%s:%ld: tensor %s: unexpected text '%s' after the dtype",
                       name, line, tname, extra);
-  int ndim;
-  int64_t dims[DBUF_MAX_DIMS];
   dbuf_diag_t d;
-  dbuf_dtype_t dt = DBUF_DTYPE_NONE;
-  int rc = dbuf_shape_parse(shape, &ndim, dims, &d);
+  q->dtype = DBUF_DTYPE_NONE;
+  int rc = dbuf_shape_parse(shape, &q->ndim, q->dims, &d);
   if (rc != 0)
     return dbuf__diag(diag, rc, "%s:%ld: tensor %s: %s", name, line, tname,
                       d.msg);
-  if (dtype != NULL && (dbuf_dtype_parse(dtype, &dt) != 0 || dbuf_dtype_size(dt) == 0))
+  if (dtype != NULL && (dbuf_dtype_parse(dtype, &q->dtype) != 0 ||
+                        dbuf_dtype_size(q->dtype) == 0))
     return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: tensor %s: unknown dtype '%s' (%s)", name,
                       line, tname, dtype, dbuf_dtype_list());
-  /* dbuf_tensors_add names the tensor itself: add only the line. */
-  if ((rc = dbuf_tensors_add(s->t, tname, ndim, dims, &d)) != 0)
-    return dbuf__diag(diag, rc, "%s:%ld: %s", name, line, d.msg);
-  if (dt != DBUF_DTYPE_NONE)
-    dbuf_tensors_set_dtype(s->t, dbuf_tensors_count(s->t) - 1, dt);
+  q->len = strlen(tname);
+  memcpy(tname_out, tname, q->len + 1);
+  q->hash = dbuf__tensors_name_hash(tname_out, q->len);
+  return 0;
+}
+
+/* Parse the next line [p, le) and queue its tensor; the queue is added
+ * when full.  A parse error comes after the errors of the queued lines. */
+static int
+parse_line(text_state_t *s, const char *p, const char *le, dbuf_diag_t *diag)
+{
+  pending_t *q = &s->pend[s->npend];
+  dbuf_diag_t d;
+  int rc = parse_fields(s, p, le, s->names[s->npend], q, &d);
+  if (rc != 0) {
+    int frc = flush_pending(s, diag);
+    if (frc != 0)
+      return frc;
+    if (diag != NULL)
+      *diag = d;
+    return rc;
+  }
+  if (q->len == 0)
+    return 0;
+  dbuf__tensors_prefetch(s->t, q->hash);
+  if (++s->npend == AHEAD)
+    return flush_pending(s, diag);
   return 0;
 }
 
 /* Parse the lines of [*p, end) that end in a '\n', and the rest as the last
- * line when final; *p moves past what was parsed. */
+ * line when final (then every queued tensor is added); *p moves past what
+ * was parsed. */
 static int
 parse_lines(text_state_t *s, const char **p, const char *end, int final,
             dbuf_diag_t *diag)
@@ -266,7 +332,7 @@ parse_lines(text_state_t *s, const char **p, const char *end, int final,
       return rc;
     *p = end;
   }
-  return 0;
+  return final ? flush_pending(s, diag) : 0;
 }
 
 /* The lines of [p, end): one more than its newlines. */
@@ -287,6 +353,7 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
   /* One tensor a line at most: room for them all up front, so that the
    * name table is never rebuilt as it grows (the slack goes after). */
   (void)dbuf_tensors_reserve(t, count_lines(text, text + len) + 1); /* a failure shows in the adds */
+  (void)dbuf__tensors_reserve_names(t, (int64_t)len + 1); /* a name and its NUL fit its line */
   return parse_lines(&s, &text, text + len, 1, diag);
 }
 
@@ -382,7 +449,7 @@ scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
 /* The second pass over a text shapes file: parse it chunk by chunk, the
  * digest of every byte on the way. */
 static int
-stream_text(int fd, const char *name, char *buf, int64_t lines, dbuf_tensors_t *t,
+stream_text(int fd, const char *name, char *buf, int64_t lines, int64_t size, dbuf_tensors_t *t,
             uint64_t *digest, dbuf_diag_t *diag)
 {
   text_state_t s = {.name = name, .t = t};
@@ -395,6 +462,7 @@ stream_text(int fd, const char *name, char *buf, int64_t lines, dbuf_tensors_t *
     return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
   }
   (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
+  (void)dbuf__tensors_reserve_names(t, size + 1); /* a name and its NUL fit its line */
   do {
     if ((rc = read_chunk(fd, name, buf + held, READ_CHUNK, &got, &total, diag)) != 0)
       break;
@@ -459,7 +527,7 @@ read_text_file(const char *path, dbuf_tensors_t **out, uint64_t *digest, int *wh
     rc = dbuf__diag(diag, rc, "%s: %s", path, dbuf_strerror(rc));
     goto out;
   }
-  if ((rc = stream_text(fd, path, buf, sc.lines, t, digest, diag)) == 0 &&
+  if ((rc = stream_text(fd, path, buf, sc.lines, size, t, digest, diag)) == 0 &&
       dbuf_tensors_count(t) == 0)
     rc = dbuf__diag(diag, DBUF_EPARSE,
                     "%s: no tensors (the input is empty or holds only "

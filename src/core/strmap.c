@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <xxhash.h>
 
 #define FNV_PRIME UINT64_C(1099511628211)
@@ -97,42 +96,54 @@ probe(const dbuf__strmap_t *m, const char *key, uint64_t h)
   }
 }
 
-/* Advise huge pages for a big table: every probe lands on a random page,
- * and with 4 KiB pages most of them miss the TLB.  Only advice (the call
- * may fail or be ignored); the table is not yet touched (calloc'd). */
-static void
-advise_huge(void *p, size_t len)
+/* The length of the key of id (keys lie back to back, each NUL-ended). */
+static inline size_t
+key_len(const dbuf__strmap_t *m, int64_t id)
 {
-#ifdef MADV_HUGEPAGE
-  const uintptr_t huge = (uintptr_t)2 << 20;
-  uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)p + len;
-  if (len >= 2 * huge && e > a + huge)
-    (void)madvise((void *)a, (e - a) & ~(huge - 1), MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)len;
-#endif
+  int64_t end = id + 1 < m->count ? key_off(m, id + 1) : m->keys_len;
+  return (size_t)(end - key_off(m, id) - 1);
 }
 
-/* A table of nslots slots (a power of two >= 2 * count) indexing m's keys,
- * which are distinct.  0 or DBUF_EOVERFLOW, DBUF_ENOMEM. */
+/* How far ahead fill_index() hashes and prefetches: a table of a million
+ * keys is larger than the caches, and each insert reads a random slot. */
+#define AHEAD 16
+
+/* A table of nslots slots (a power of two >= 2 * count) indexing m's keys.
+ * The key AHEAD places on is hashed and its slot prefetched before each
+ * insert, so that the random reads of the table overlap instead of waiting
+ * one by one.  With check, a key equal to an earlier one stops the fill:
+ * DBUF_EDUP, dup[0] the earlier id and dup[1] the later, nothing kept;
+ * without it the keys must be distinct.  0 or DBUF_EOVERFLOW, DBUF_ENOMEM,
+ * DBUF_EDUP. */
 static int
-fill_index(const dbuf__strmap_t *m, int64_t nslots, uint32_t **out)
+fill_index(const dbuf__strmap_t *m, int64_t nslots, int check, uint32_t **out, int64_t dup[2])
 {
   if (nslots > MAX_SLOTS)
     return DBUF_EOVERFLOW; /* unreachable: count <= MAX_KEYS */
   uint32_t *slots = dbuf__calloc(nslots, sizeof *slots);
   if (slots == NULL)
     return DBUF_ENOMEM;
-  advise_huge(slots, (size_t)nslots * sizeof *slots);
-  uint64_t mask = (uint64_t)nslots - 1;
+  uint64_t mask = (uint64_t)nslots - 1, h[AHEAD];
   unsigned bits = id_bits(nslots);
-  for (int64_t id = 0; id < m->count; id++) {
-    const char *k = m->keys + key_off(m, id);
-    uint64_t h = key_hash(k, strlen(k)), i = h & mask;
-    while (slots[i] != 0)
-      i = (i + 1) & mask;
-    slots[i] = slot_of(h, id, bits);
+  for (int64_t id = 0; id < m->count + AHEAD; id++) {
+    int64_t j = id - AHEAD; /* insert j, then hash id into j's place */
+    if (j >= 0) {
+      uint64_t hj = h[j % AHEAD], i = hj & mask, tag = hj >> 32 >> bits;
+      for (uint64_t v; (v = slots[i]) != 0; i = (i + 1) & mask) {
+        if (check && (v >> bits) == tag &&
+            strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), m->keys + key_off(m, j)) == 0) {
+          dup[0] = (int64_t)(v & mask) - 1;
+          dup[1] = j;
+          free(slots);
+          return DBUF_EDUP;
+        }
+      }
+      slots[i] = slot_of(hj, j, bits);
+    }
+    if (id < m->count) {
+      h[id % AHEAD] = key_hash(m->keys + key_off(m, id), key_len(m, id));
+      __builtin_prefetch(&slots[h[id % AHEAD] & mask], 1);
+    }
   }
   *out = slots;
   return 0;
@@ -142,7 +153,7 @@ fill_index(const dbuf__strmap_t *m, int64_t nslots, uint32_t **out)
  * exact: the id array gets exactly count + n entries when it grows (a
  * reservation of a known count), else it doubles (one add at a time). */
 static int
-room(dbuf__strmap_t *m, int64_t n, int exact)
+room(dbuf__strmap_t *m, int64_t n, int exact, int index)
 {
   int64_t need, twice, cap, nslots;
   int rc;
@@ -171,11 +182,11 @@ room(dbuf__strmap_t *m, int64_t n, int exact)
     }
     m->cap = cap;
   }
-  if (twice > m->nslots) {
+  if (index && twice > m->nslots) {
     if ((rc = grown(m->nslots, twice, 32, &nslots)) != 0)
       return rc;
     uint32_t *slots;
-    if ((rc = fill_index(m, nslots, &slots)) != 0)
+    if ((rc = fill_index(m, nslots, 0, &slots, NULL)) != 0)
       return rc;
     free(m->slots);
     m->slots = slots;
@@ -190,9 +201,25 @@ dbuf__strmap_index_build(const dbuf__strmap_t *m, uint32_t **slots, int64_t *nsl
   int64_t twice, n;
   int rc;
   if ((rc = dbuf__mul(m->count, 2, &twice)) != 0 || (rc = grown(0, twice, 32, &n)) != 0 ||
-      (rc = fill_index(m, n, slots)) != 0)
+      (rc = fill_index(m, n, 0, slots, NULL)) != 0)
     return rc;
   *nslots = n;
+  return 0;
+}
+
+int
+dbuf__strmap_index_check(dbuf__strmap_t *m, int64_t dup[2])
+{
+  int64_t twice, n;
+  uint32_t *slots;
+  int rc;
+  if (m->nslots > 0)
+    return 0;
+  if ((rc = dbuf__mul(m->count, 2, &twice)) != 0 || (rc = grown(0, twice, 32, &n)) != 0 ||
+      (rc = fill_index(m, n, 1, &slots, dup)) != 0)
+    return rc;
+  m->slots = slots;
+  m->nslots = n;
   return 0;
 }
 
@@ -207,15 +234,60 @@ dbuf__strmap_index_drop(dbuf__strmap_t *m)
 int
 dbuf__strmap_reserve(dbuf__strmap_t *m, int64_t n)
 {
-  return room(m, n, 1);
+  return room(m, n, 1, 1);
+}
+
+int
+dbuf__strmap_reserve_bytes(dbuf__strmap_t *m, int64_t bytes)
+{
+  int64_t need;
+  if (bytes < 0)
+    return DBUF_EINVAL;
+  if (dbuf__add(m->keys_len, bytes, &need) != 0)
+    return DBUF_EOVERFLOW;
+  if (need <= m->keys_cap)
+    return 0;
+  char *keys = dbuf__reallocn(m->keys, need, 1);
+  if (keys == NULL)
+    return DBUF_ENOMEM;
+  m->keys = keys;
+  m->keys_cap = need;
+  return 0;
+}
+
+int
+dbuf__strmap_reserve_keys(dbuf__strmap_t *m, int64_t n)
+{
+  return room(m, n, 1, m->nslots > 0);
+}
+
+uint64_t
+dbuf__strmap_hash(const char *key, size_t len)
+{
+  return key_hash(key, len);
+}
+
+void
+dbuf__strmap_prefetch(const dbuf__strmap_t *m, uint64_t hash)
+{
+  if (m->nslots > 0)
+    __builtin_prefetch(&m->slots[hash & ((uint64_t)m->nslots - 1)]);
 }
 
 int
 dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
                     dbuf__strmap_pos_t *pos, int64_t *id)
 {
-  pos->len = strlen(key);
-  pos->hash = key_hash(key, pos->len);
+  size_t len = strlen(key);
+  return dbuf__strmap_lookup_hashed(m, key, len, key_hash(key, len), pos, id);
+}
+
+int
+dbuf__strmap_lookup_hashed(const dbuf__strmap_t *m, const char *key, size_t len,
+                           uint64_t hash, dbuf__strmap_pos_t *pos, int64_t *id)
+{
+  pos->len = len;
+  pos->hash = hash;
   pos->nslots = m->nslots;
   if (m->nslots == 0)
     return DBUF_ENOTFOUND;
@@ -227,16 +299,18 @@ dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
   return 0;
 }
 
-int
-dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
-                    const dbuf__strmap_pos_t *pos, int64_t *id)
+/* Room for a key of len bytes and one more id (an index grows with it
+ * when index), then the key copied in as id count.  0, or DBUF_EOVERFLOW,
+ * DBUF_ENOMEM with m unchanged (but for capacity). */
+static int
+push_key(dbuf__strmap_t *m, const char *key, size_t len, int index)
 {
   int64_t bytes, need, cap;
   int rc;
 
-  if (pos->len >= (size_t)INT64_MAX)
+  if (len >= (size_t)INT64_MAX)
     return DBUF_EOVERFLOW;
-  bytes = (int64_t)pos->len + 1;
+  bytes = (int64_t)len + 1;
   if ((rc = dbuf__add(m->keys_len, bytes, &need)) != 0)
     return rc;
   if (need > m->keys_cap) {
@@ -248,21 +322,45 @@ dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
     m->keys = keys;
     m->keys_cap = cap;
   }
-  if ((rc = room(m, 1, 0)) != 0)
+  if ((rc = room(m, 1, 0, index)) != 0)
     return rc;
   if (m->off64 == NULL && m->keys_len > (int64_t)UINT32_MAX && (rc = widen(m)) != 0)
     return rc;
-  /* The slot found by the lookup holds unless the table was rebuilt. */
-  uint64_t i = m->nslots == pos->nslots ? pos->slot : probe(m, key, pos->hash);
-  memcpy(m->keys + m->keys_len, key, (size_t)bytes);
+  memcpy(m->keys + m->keys_len, key, len);
+  m->keys[m->keys_len + (int64_t)len] = '\0';
   if (m->off64 != NULL)
     m->off64[m->count] = m->keys_len;
   else
     m->off32[m->count] = (uint32_t)m->keys_len;
   m->keys_len = need;
+  return 0;
+}
+
+int
+dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
+                    const dbuf__strmap_pos_t *pos, int64_t *id)
+{
+  int64_t nslots = m->nslots;
+  int rc = push_key(m, key, pos->len, 1);
+  if (rc != 0)
+    return rc;
+  /* The slot found by the lookup holds unless the table was rebuilt. */
+  uint64_t i = m->nslots == pos->nslots && m->nslots == nslots ? pos->slot
+                                                              : probe(m, key, pos->hash);
   m->slots[i] = slot_of(pos->hash, m->count, id_bits(m->nslots));
   *id = m->count++;
   return 0;
+}
+
+int
+dbuf__strmap_append(dbuf__strmap_t *m, const char *key, size_t len, int64_t *id)
+{
+  if (m->nslots > 0)
+    return DBUF_EINVAL;
+  int rc = push_key(m, key, len, 0);
+  if (rc == 0)
+    *id = m->count++;
+  return rc;
 }
 
 int

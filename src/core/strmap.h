@@ -57,6 +57,15 @@ int dbuf__strmap_add(dbuf__strmap_t *m, const char *key, int64_t *id);
 int dbuf__strmap_lookup(const dbuf__strmap_t *m, const char *key,
                         dbuf__strmap_pos_t *pos, int64_t *id);
 
+/* The hash a map keys by (XXH3), a prefetch of the slot a key of that hash
+ * probes first, and dbuf__strmap_lookup() with the key's length and hash
+ * given: a caller that knows its next keys hashes them ahead and prefetches
+ * their slots, so that the random reads of a large table overlap. */
+uint64_t dbuf__strmap_hash(const char *key, size_t len);
+void dbuf__strmap_prefetch(const dbuf__strmap_t *m, uint64_t hash);
+int dbuf__strmap_lookup_hashed(const dbuf__strmap_t *m, const char *key, size_t len,
+                               uint64_t hash, dbuf__strmap_pos_t *pos, int64_t *id);
+
 /* Add key, which the lookup that filled pos did not find, with no add in
  * between: as dbuf__strmap_add(), without its duplicate check. */
 int dbuf__strmap_insert(dbuf__strmap_t *m, const char *key,
@@ -88,6 +97,23 @@ void dbuf__strmap_index_drop(dbuf__strmap_t *m);
  * shares m puts it in a view (a copy of m with these slots) to look up.
  * 0, or DBUF_EOVERFLOW, DBUF_ENOMEM. */
 int dbuf__strmap_index_build(const dbuf__strmap_t *m, uint32_t **slots, int64_t *nslots);
+
+/* Building a large map in bulk: reserve room for n more keys without
+ * slots (dbuf__strmap_reserve_keys; an indexed map gets slots as with
+ * dbuf__strmap_reserve), append the keys of len bytes to the unindexed map
+ * without a duplicate check (dbuf__strmap_append: DBUF_EINVAL on an indexed
+ * map), then index them all in one prefetched pass that finds duplicates
+ * (dbuf__strmap_index_check: 0 and the map indexed, or DBUF_EDUP with dup[0]
+ * the first id of the key and dup[1] the first id repeating it, the map
+ * left unindexed; a no-op on an indexed map). */
+int dbuf__strmap_reserve_keys(dbuf__strmap_t *m, int64_t n);
+/* Room for bytes more key bytes (each key's NUL included), so that the
+ * keys are not copied as their block grows: a reader that knows an upper
+ * bound (its input's size) reserves it and trims the rest at the end (the
+ * pages never written cost no memory).  0, DBUF_EOVERFLOW, DBUF_ENOMEM. */
+int dbuf__strmap_reserve_bytes(dbuf__strmap_t *m, int64_t bytes);
+int dbuf__strmap_append(dbuf__strmap_t *m, const char *key, size_t len, int64_t *id);
+int dbuf__strmap_index_check(dbuf__strmap_t *m, int64_t dup[2]);
 
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 /* One distinct shape: its dims at dims[at .. at + ndim). */
@@ -55,12 +56,41 @@ struct dbuf_tensors {
   shared_t *sh;        /* the count of lists sharing these arrays */
 };
 
+/* Large arrays (a million tensors make arrays of megabytes) are advised
+ * transparent huge pages before their first touch: one fault clears 2 MiB
+ * where 4 KiB pages take 512 faults, which cost more than the work of the
+ * planner on them.  Only advice: it may fail or be ignored. */
+#define HUGE_ARRAY ((size_t)4 << 20)
+
+void
+dbuf__advise_huge(void *p, size_t len)
+{
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)p + len;
+  if (p != NULL && len >= 2 * huge && e > a + huge)
+    (void)madvise((void *)a, (e - a) & ~(huge - 1), MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)len;
+#endif
+}
+
+static void *
+advised(void *p, size_t len)
+{
+  if (len >= HUGE_ARRAY)
+    dbuf__advise_huge(p, len);
+  return p;
+}
+
 void *
 dbuf__calloc(int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
-  return calloc(n ? (size_t)n : 1, sz);
+  /* calloc's fresh mapping is untouched: advice still applies */
+  return advised(calloc(n ? (size_t)n : 1, sz), (size_t)n * sz);
 }
 
 void *
@@ -68,7 +98,7 @@ dbuf__mallocn(int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
-  return malloc(n ? (size_t)n * sz : 1);
+  return advised(malloc(n ? (size_t)n * sz : 1), (size_t)n * sz);
 }
 
 void *
@@ -76,7 +106,7 @@ dbuf__reallocn(void *p, int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
-  return realloc(p, n ? (size_t)n * sz : 1);
+  return advised(realloc(p, n ? (size_t)n * sz : 1), (size_t)n * sz);
 }
 
 void *
@@ -420,14 +450,30 @@ utf8_len(const unsigned char *p)
 }
 
 /* Names are UTF-8 (they are written into JSON, which cannot hold other
- * bytes) without spaces or control characters. */
+ * bytes) without spaces or control characters.  Most names are printable
+ * ASCII, which one branch-free pass proves. */
 static int
-name_ok(const char *name)
+name_ok(const char *name, size_t len)
 {
   const unsigned char *p = (const unsigned char *)name;
-  if (*p == '\0')
+  const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones << 7;
+  uint64_t bad = 0;
+  size_t i = 0;
+  if (len == 0)
     return 0;
-  while (*p) {
+  /* 8 bytes a step: a high bit where a byte is below '!' (0x21) or above
+   * '~' (0x7e), the "has less" and "has more" word tests. */
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    bad |= ((w - ones * 0x21) & ~w) | ((w + ones * (127 - 0x7e)) | w);
+  }
+  bad &= highs;
+  for (; i < len; i++)
+    bad |= (unsigned)(p[i] - 0x21u) >= 0x5eu;
+  if (!bad)
+    return 1;
+  for (const unsigned char *e = p + len; p < e;) {
     int n = utf8_len(p);
     if (n == 0 || (n == 1 && (*p <= ' ' || *p == 0x7f)))
       return 0;
@@ -436,28 +482,14 @@ name_ok(const char *name)
   return 1;
 }
 
-int
-dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
-                 const int64_t *dims, dbuf_diag_t *diag)
+/* The checks of an add that do not depend on the other names, in the order
+ * of dbuf_tensors_add()'s messages after the duplicate check: *row the
+ * checked product of dims[1..], *total the list's total with the tensor. */
+static int
+check_shape(const dbuf_tensors_t *t, const char *name, int ndim, const int64_t *dims,
+            int64_t *row_out, int64_t *total_out, dbuf_diag_t *diag)
 {
-  int64_t numel = 1, row = 1, total, id;
-  dbuf__strmap_pos_t pos;
-  int rc;
-
-  if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (!name_ok(name))
-    return dbuf__diag(diag, DBUF_EINVAL,
-                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
-                      "spaces or control characters",
-                      (long long)t->n, name);
-  /* An unindexed list (dbuf__tensors_index_drop) gets its index back: the
-   * duplicate check below needs it. */
-  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
-    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
-  if (dbuf__strmap_lookup(&t->names, name, &pos, &id) == 0)
-    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
-                      name, (long long)id);
+  int64_t numel = 1, row = 1;
   if (ndim < 1)
     return dbuf__diag(diag, DBUF_ESHAPE,
                       "tensor %s: 0-D shape (scalars cannot be sharded by rows)",
@@ -479,19 +511,34 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
   if (dbuf__mul(dims[0], row, &numel))
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: element count overflows 64 bits", name);
-  if (dbuf__add(t->total, numel, &total))
+  if (dbuf__add(t->total, numel, total_out))
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: total element count of the list overflows "
                       "64 bits",
                       name);
-  /* The name goes in last: a failure before it leaves the list as it was
-   * (a shape added for this tensor is taken back). */
+  *row_out = row;
+  return 0;
+}
+
+/* The add of a checked tensor: shape interned, name in (through the
+ * lookup's pos, or appended to an unindexed list when pos is NULL).  The
+ * name goes in last: a failure before it leaves the list as it was (a
+ * shape added for this tensor is taken back). */
+static int
+add_checked(dbuf_tensors_t *t, const char *name, size_t len, int ndim, const int64_t *dims,
+            int64_t row, int64_t total, const dbuf__strmap_pos_t *pos, dbuf_diag_t *diag)
+{
   uint32_t sid;
   uint64_t slot_added = UINT64_MAX;
+  int64_t id;
+  int rc;
   if ((rc = unshare(t)) == 0 && (rc = grow_arrays(t, t->n + 1, 0)) == 0 &&
-      (rc = shape_intern(t, dims, ndim, row, &sid, &slot_added)) == 0 &&
-      (rc = dbuf__strmap_insert(&t->names, name, &pos, &id)) != 0)
-    shape_unintern(t, slot_added);
+      (rc = shape_intern(t, dims, ndim, row, &sid, &slot_added)) == 0) {
+    rc = pos != NULL ? dbuf__strmap_insert(&t->names, name, pos, &id)
+                     : dbuf__strmap_append(&t->names, name, len, &id);
+    if (rc != 0)
+      shape_unintern(t, slot_added);
+  }
   if (rc != 0)
     return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
   assert(id == t->n); /* the map numbers the names as the list does */
@@ -501,6 +548,139 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
   t->total = total;
   t->n++;
   return 0;
+}
+
+int
+dbuf__tensors_add_hashed(dbuf_tensors_t *t, const char *name, size_t len, uint64_t hash,
+                         int ndim, const int64_t *dims, dbuf_diag_t *diag)
+{
+  int64_t row, total, id;
+  dbuf__strmap_pos_t pos;
+  int rc;
+
+  if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (!name_ok(name, len))
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
+                      "spaces or control characters",
+                      (long long)t->n, name);
+  /* An unindexed list (dbuf__tensors_index_drop) gets its index back: the
+   * duplicate check below needs it. */
+  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  if (dbuf__strmap_lookup_hashed(&t->names, name, len, hash, &pos, &id) == 0)
+    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                      name, (long long)id);
+  if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
+    return rc;
+  return add_checked(t, name, len, ndim, dims, row, total, &pos, diag);
+}
+
+int
+dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
+                 const int64_t *dims, dbuf_diag_t *diag)
+{
+  size_t len = name != NULL ? strlen(name) : 0;
+  return dbuf__tensors_add_hashed(t, name, len, name != NULL ? dbuf__tensors_name_hash(name, len) : 0,
+                                  ndim, dims, diag);
+}
+
+uint64_t
+dbuf__tensors_name_hash(const char *name, size_t len)
+{
+  return dbuf__strmap_hash(name, len);
+}
+
+void
+dbuf__tensors_prefetch(const dbuf_tensors_t *t, uint64_t hash)
+{
+  dbuf__strmap_prefetch(&t->names, hash);
+}
+
+int
+dbuf__tensors_bulk_begin(dbuf_tensors_t *t, int64_t n)
+{
+  if (t == NULL || n < 0 || t->n != 0)
+    return DBUF_EINVAL;
+  int rc = unshare(t);
+  if (rc == 0)
+    rc = grow_arrays(t, n, 1);
+  if (rc == 0)
+    dbuf__strmap_index_drop(&t->names);
+  if (rc == 0)
+    rc = dbuf__strmap_reserve_keys(&t->names, n);
+  return rc;
+}
+
+int
+dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
+                       const int64_t *dims, dbuf_diag_t *diag)
+{
+  int64_t row, total;
+  int rc;
+  if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (t->names.nslots > 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: a bulk add to an indexed list", name);
+  if (!name_ok(name, len))
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
+                      "spaces or control characters",
+                      (long long)t->n, name);
+  if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
+    return rc;
+  return add_checked(t, name, len, ndim, dims, row, total, NULL, diag);
+}
+
+int
+dbuf__tensors_bulk_end(dbuf_tensors_t *t, int check, dbuf_diag_t *diag)
+{
+  int64_t dup[2];
+  if (t == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (!check || t->n == 0)
+    return 0;
+  int rc = dbuf__strmap_index_check(&t->names, dup);
+  if (rc == DBUF_EDUP)
+    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                      dbuf__strmap_key(&t->names, dup[1]), (long long)dup[0]);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "tensor list of %lld names: %s", (long long)t->n,
+                      dbuf_strerror(rc));
+  return 0;
+}
+
+int
+dbuf__tensors_reserve_names(dbuf_tensors_t *t, int64_t bytes)
+{
+  if (t == NULL)
+    return DBUF_EINVAL;
+  int rc = unshare(t);
+  return rc != 0 ? rc : dbuf__strmap_reserve_bytes(&t->names, bytes);
+}
+
+uint32_t
+dbuf__tensors_shape_id(const dbuf_tensors_t *t, int64_t id)
+{
+  return t->shape[id];
+}
+
+int64_t
+dbuf__tensors_nshapes(const dbuf_tensors_t *t)
+{
+  return t->nshapes;
+}
+
+size_t
+dbuf__tensors_name_len(const dbuf_tensors_t *t, int64_t id)
+{
+  const dbuf__strmap_t *m = &t->names;
+  int64_t at = m->off64 != NULL ? m->off64[id] : (int64_t)m->off32[id];
+  int64_t end = id + 1 < m->count
+                    ? (m->off64 != NULL ? m->off64[id + 1] : (int64_t)m->off32[id + 1])
+                    : m->keys_len;
+  return (size_t)(end - at - 1);
 }
 
 /* A copy that shares t's arrays until either list is changed. */
