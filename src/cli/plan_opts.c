@@ -525,24 +525,25 @@ warn_layout(const dbuf_tensors_t *t, const dbuf_layout_t *l, const char *what,
 {
   int64_t rows = 0;
   int dp = dbuf_layout_nranks(l);
-  for (int64_t i = 0; i < dbuf_tensors_count(t); i++) {
+  /* rows reaching dp end the count: the warning only needs to know that */
+  for (int64_t i = 0; i < dbuf_tensors_count(t) && rows < dp; i++)
     if (__builtin_add_overflow(rows, dbuf_tensors_rows(t, i), &rows))
       return; /* more rows than any dp */
-  }
   if (dp > rows)
     cli_err("warning: %sdp %d is more than the %lld row%s of %s: at least %lld %s no "
             "row (valid, but probably not what was meant)",
             label, dp, (long long)rows, rows == 1 ? "" : "s", what, (long long)(dp - rows),
             dp - rows == 1 ? "rank holds" : "ranks hold");
-  dbuf_layout_stats_t st;
-  int64_t size = dbuf_layout_size(l), tenfold;
-  if (size == 0 || dbuf_layout_stats(l, &st) != 0)
+  /* the padding as dbuf_layout_stats() counts it, without its pass */
+  int64_t size = dbuf_layout_size(l), logical = dbuf_tensors_total(dbuf_layout_tensors(l)), tenfold;
+  int64_t padding = size > logical ? size - logical : 0;
+  if (size == 0)
     return;
   /* padding x 100 / PERCENT > size; a product past INT64_MAX is past size. */
-  if (__builtin_mul_overflow(st.padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
+  if (__builtin_mul_overflow(padding, 100 / WARN_PADDING_PERCENT, &tenfold) ||
       tenfold > size) {
     cli_err("warning: %spadding is %.2f%% of the buffer (%lld of %lld elements)%s",
-            label, 100.0 * (double)st.padding / (double)size, (long long)st.padding, (long long)size,
+            label, 100.0 * (double)padding / (double)size, (long long)padding, (long long)size,
             dbuf_layout_kind(l) == DBUF_LAYOUT_PADDED ? "; --layout unpadded has none" : "");
   }
 }
