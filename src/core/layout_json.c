@@ -5,6 +5,7 @@
 #include "strbuf.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,30 +96,15 @@ tensor_line(dbuf__sb_t *b, const dbuf_tensors_t *t, int64_t i, int64_t off, int 
   return 1;
 }
 
-void
-dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags, int ind)
+/* Tensors [from, to) of l's "tensors" array, one line each. */
+static void
+tensor_lines(dbuf__sb_t *b, const dbuf_layout_t *l, int64_t from, int64_t to, int ind)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
+  const int64_t *off = dbuf_layout_offsets(l);
   const int *owners = dbuf_layout_owners(l);
-  int nranks = dbuf_layout_nranks(l);
-  int64_t n = dbuf_layout_ntensors(l);
-
-  dbuf__sb_printf(b, "%*s\"layout\": \"%s\",\n%*s\"dp_size\": %d,\n%*s\"block_size\": %lld,\n",
-                  ind, "", dbuf_layout_kind_name(dbuf_layout_kind(l)), ind, "", nranks, ind,
-                  "", (long long)dbuf_layout_block_size(l));
-  if (dbuf_layout_chunk_size(l) > 0)
-    dbuf__sb_printf(b, "%*s\"chunk_size\": %lld,\n", ind, "",
-                    (long long)dbuf_layout_chunk_size(l));
-  dbuf__sb_printf(b, "%*s\"size\": %lld,\n%*s\"logical_size\": %lld,\n", ind, "",
-                  (long long)dbuf_layout_size(l), ind, "", (long long)dbuf_tensors_total(t));
-  dbuf__sb_printf(b, "%*s\"rank_offsets\": [", ind, "");
-  for (int r = 0; r < nranks; r++)
-    dbuf__sb_printf(b, r ? ", %lld" : "%lld", (long long)range[r]);
-  dbuf__sb_printf(b, "],\n%*s\"tensors\": [", ind, "");
-  /* One line a tensor, by appends rather than formats: a million tensors
-   * are a million lines. */
-  for (int64_t i = 0; i < n && !b->failed; i++) {
+  /* By appends rather than formats: a million tensors are a million lines. */
+  for (int64_t i = from; i < to && !b->failed; i++) {
     if (tensor_line(b, t, i, off[i], owners != NULL ? owners[i] : -1, ind))
       continue;
     if (i)
@@ -142,6 +128,127 @@ dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags,
     }
     dbuf__sb_append(b, "}", 1);
   }
+}
+
+/*
+ * The lines of many tensors are formatted on two threads: blocks of
+ * JSON_BLOCK tensors, the even ones by a helper thread into one of two
+ * buffers of its own, the odd ones by this thread straight into b, which
+ * also takes each even block in turn.  The text is the same as from one
+ * thread; memory stays two blocks' text.  Lists under JSON_PAR_MIN
+ * tensors, or a thread that cannot start, take the one-thread loop.
+ */
+#define JSON_BLOCK ((int64_t)8192)
+#define JSON_PAR_MIN ((int64_t)65536)
+
+typedef struct {
+  const dbuf_layout_t *l;
+  int ind;
+  int64_t n;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  dbuf__sb_t buf[2]; /* even block 2j is in buf[j % 2] */
+  int full[2];
+  int stop; /* this thread failed: the helper quits */
+} json_par_t;
+
+static void *
+json_helper(void *arg)
+{
+  json_par_t *jp = arg;
+  for (int64_t j = 0; 2 * j * JSON_BLOCK < jp->n; j++) {
+    dbuf__sb_t *sb = &jp->buf[j % 2];
+    pthread_mutex_lock(&jp->mu);
+    while (jp->full[j % 2] && !jp->stop)
+      pthread_cond_wait(&jp->cv, &jp->mu);
+    int stop = jp->stop;
+    pthread_mutex_unlock(&jp->mu);
+    if (stop)
+      break;
+    int64_t from = 2 * j * JSON_BLOCK, to = from + JSON_BLOCK < jp->n ? from + JSON_BLOCK : jp->n;
+    sb->len = 0;
+    tensor_lines(sb, jp->l, from, to, jp->ind);
+    pthread_mutex_lock(&jp->mu);
+    jp->full[j % 2] = 1;
+    pthread_cond_broadcast(&jp->cv);
+    pthread_mutex_unlock(&jp->mu);
+  }
+  return NULL;
+}
+
+static void
+tensor_lines_all(dbuf__sb_t *b, const dbuf_layout_t *l, int ind)
+{
+  int64_t n = dbuf_layout_ntensors(l);
+  json_par_t jp = {.l = l, .ind = ind, .n = n, .buf = {DBUF__SB_INIT, DBUF__SB_INIT}};
+  pthread_t th;
+  if (n < JSON_PAR_MIN || pthread_mutex_init(&jp.mu, NULL) != 0) {
+    tensor_lines(b, l, 0, n, ind);
+    return;
+  }
+  if (pthread_cond_init(&jp.cv, NULL) != 0) {
+    pthread_mutex_destroy(&jp.mu);
+    tensor_lines(b, l, 0, n, ind);
+    return;
+  }
+  if (pthread_create(&th, NULL, json_helper, &jp) != 0) {
+    tensor_lines(b, l, 0, n, ind);
+  } else {
+    for (int64_t k = 0; k * JSON_BLOCK < n && !b->failed; k++) {
+      int64_t from = k * JSON_BLOCK, to = from + JSON_BLOCK < n ? from + JSON_BLOCK : n;
+      if (k % 2 == 1) {
+        tensor_lines(b, l, from, to, ind);
+        continue;
+      }
+      dbuf__sb_t *sb = &jp.buf[(k / 2) % 2];
+      pthread_mutex_lock(&jp.mu);
+      while (!jp.full[(k / 2) % 2])
+        pthread_cond_wait(&jp.cv, &jp.mu);
+      pthread_mutex_unlock(&jp.mu);
+      if (sb->failed) { /* the helper ran out of memory */
+        b->failed = 1;
+        b->code = sb->code;
+      } else {
+        dbuf__sb_append(b, sb->p, sb->len);
+      }
+      pthread_mutex_lock(&jp.mu);
+      jp.full[(k / 2) % 2] = 0;
+      pthread_cond_broadcast(&jp.cv);
+      pthread_mutex_unlock(&jp.mu);
+    }
+    pthread_mutex_lock(&jp.mu);
+    jp.stop = 1;
+    pthread_cond_broadcast(&jp.cv);
+    pthread_mutex_unlock(&jp.mu);
+    pthread_join(th, NULL);
+  }
+  dbuf__sb_free(&jp.buf[0]);
+  dbuf__sb_free(&jp.buf[1]);
+  pthread_cond_destroy(&jp.cv);
+  pthread_mutex_destroy(&jp.mu);
+}
+
+void
+dbuf__layout_json_members(dbuf__sb_t *b, const dbuf_layout_t *l, unsigned flags, int ind)
+{
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  const int64_t *range = dbuf_layout_range(l);
+  int nranks = dbuf_layout_nranks(l);
+  int64_t n = dbuf_layout_ntensors(l);
+
+  dbuf__sb_printf(b, "%*s\"layout\": \"%s\",\n%*s\"dp_size\": %d,\n%*s\"block_size\": %lld,\n",
+                  ind, "", dbuf_layout_kind_name(dbuf_layout_kind(l)), ind, "", nranks, ind,
+                  "", (long long)dbuf_layout_block_size(l));
+  if (dbuf_layout_chunk_size(l) > 0)
+    dbuf__sb_printf(b, "%*s\"chunk_size\": %lld,\n", ind, "",
+                    (long long)dbuf_layout_chunk_size(l));
+  dbuf__sb_printf(b, "%*s\"size\": %lld,\n%*s\"logical_size\": %lld,\n", ind, "",
+                  (long long)dbuf_layout_size(l), ind, "", (long long)dbuf_tensors_total(t));
+  dbuf__sb_printf(b, "%*s\"rank_offsets\": [", ind, "");
+  for (int r = 0; r < nranks; r++)
+    dbuf__sb_printf(b, r ? ", %lld" : "%lld", (long long)range[r]);
+  dbuf__sb_printf(b, "],\n%*s\"tensors\": [", ind, "");
+  tensor_lines_all(b, l, ind);
   if (n)
     dbuf__sb_printf(b, "\n%*s]", ind, "");
   else

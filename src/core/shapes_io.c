@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -190,56 +191,127 @@ next_field(char **p)
 /* The longest line of a text shapes file, with its end. */
 #define LINE_BYTES 4096
 
-/* Lines are parsed AHEAD at a time before their tensors are added: each
- * name is hashed and its slot in the name index prefetched as it is
- * parsed, so that the adds find the slots in cache.  Errors keep the order
- * of the lines: a line's parse error comes after the adds of the lines
- * before it. */
+/* Parsed lines travel in batches from the parse to the adds: each name is
+ * hashed as it is parsed, and the adds prefetch the index slot of the name
+ * AHEAD places on, so that the random reads of a large index overlap.  A
+ * regular file is parsed by a reader thread while this one adds (the
+ * pipe below); other input is parsed and added in turn.  Errors keep the
+ * order of the lines either way: the parse stops at its first error, which
+ * comes after the adds of the lines before it. */
 #define AHEAD 16
+#define BATCH_LINES 1024
+#define BATCH_NAMES ((size_t)64 << 10) /* >= LINE_BYTES */
 
-/* A parsed line waiting to be added. */
+/* A parsed line waiting to be added; its name at names + at. */
 typedef struct {
   long line;
-  size_t len;
+  size_t at, len;
   uint64_t hash;
   int ndim;
   dbuf_dtype_t dtype;
   int64_t dims[DBUF_MAX_DIMS];
 } pending_t;
 
+/* Lines parsed and not yet added; rc: the error after them (0: none),
+ * last: nothing follows. */
+typedef struct {
+  int n, rc, last;
+  size_t names_len;
+  dbuf_diag_t diag;
+  pending_t rec[BATCH_LINES];
+  char names[BATCH_NAMES];
+} batch_t;
+
+/* The batches between a reader thread and the adds: a ring of NBATCH, the
+ * reader fills batch[w % NBATCH] while w - r < NBATCH, the adds take
+ * batch[r % NBATCH] while r < w; stop: the adds failed, the reader quits. */
+#define NBATCH 3
+typedef struct pipe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  batch_t *b[NBATCH];
+  int64_t w, r;
+  int stop;
+} pipe_t;
+
 /* The text parser's state: the input's name, the list, the line number,
- * and the parsed lines not yet added (their names in names[k]). */
+ * the batch being filled and, with a reader thread, the pipe. */
 typedef struct {
   const char *name;
   dbuf_tensors_t *t;
   long line;
-  int npend;
+  batch_t *cur;
+  pipe_t *pipe;
   char buf[LINE_BYTES]; /* a copy of the line, its fields NUL-terminated */
-  pending_t pend[AHEAD];
-  char names[AHEAD][LINE_BYTES];
 } text_state_t;
 
-/* Add the pending lines in order; the first failure names its line. */
+/* Add a batch's lines in order, then report its error; the first failure
+ * names its line. */
 static int
-flush_pending(text_state_t *s, dbuf_diag_t *diag)
+add_batch(dbuf_tensors_t *t, const char *name, const batch_t *b, dbuf_diag_t *diag)
 {
-  int n = s->npend, rc = 0;
-  s->npend = 0;
-  for (int k = 0; k < n && rc == 0; k++) {
-    const pending_t *q = &s->pend[k];
+  for (int k = 0; k < b->n && k < AHEAD; k++)
+    dbuf__tensors_prefetch(t, b->rec[k].hash);
+  for (int k = 0; k < b->n; k++) {
+    const pending_t *q = &b->rec[k];
     dbuf_diag_t d;
+    if (k + AHEAD < b->n)
+      dbuf__tensors_prefetch(t, b->rec[k + AHEAD].hash);
     /* dbuf_tensors_add names the tensor itself: add only the line. */
-    rc = dbuf__tensors_add_hashed(s->t, s->names[k], q->len, q->hash, q->ndim, q->dims, &d);
+    int rc = dbuf__tensors_add_hashed(t, b->names + q->at, q->len, q->hash, q->ndim, q->dims, &d);
     if (rc != 0)
-      rc = dbuf__diag(diag, rc, "%s:%ld: %s", s->name, q->line, d.msg);
-    else if (q->dtype != DBUF_DTYPE_NONE)
-      dbuf_tensors_set_dtype(s->t, dbuf_tensors_count(s->t) - 1, q->dtype);
+      return dbuf__diag(diag, rc, "%s:%ld: %s", name, q->line, d.msg);
+    if (q->dtype != DBUF_DTYPE_NONE)
+      dbuf_tensors_set_dtype(t, dbuf_tensors_count(t) - 1, q->dtype);
   }
+  if (b->rc != 0 && diag != NULL)
+    *diag = b->diag;
+  return b->rc;
+}
+
+/* The batch being filled is complete (or carries an error, or is the
+ * last).  Without a pipe it is added now: 0 or the first error.  With one
+ * it goes to the adds and an empty one comes back: 0, or DBUF_ECANCELED
+ * when the adds have stopped (the reader quits). */
+static int
+deliver(text_state_t *s, dbuf_diag_t *diag)
+{
+  batch_t *b = s->cur;
+  int rc = 0;
+  if (s->pipe == NULL) {
+    rc = add_batch(s->t, s->name, b, diag);
+  } else {
+    pipe_t *pp = s->pipe;
+    pthread_mutex_lock(&pp->mu);
+    pp->w++;
+    pthread_cond_broadcast(&pp->cv);
+    while (pp->w - pp->r == NBATCH && !pp->stop)
+      pthread_cond_wait(&pp->cv, &pp->mu);
+    rc = pp->stop ? DBUF_ECANCELED : 0;
+    s->cur = pp->b[pp->w % NBATCH];
+    pthread_mutex_unlock(&pp->mu);
+  }
+  s->cur->n = s->cur->rc = s->cur->last = 0;
+  s->cur->names_len = 0;
   return rc;
 }
 
-/* Parse [p, le), the next line of the input (without its '\n'), into a
- * pending add (q->len 0: a blank or comment line). */
+/* The input ends after the lines parsed so far, with rc (0 at its end, or
+ * the error in d): the last batch goes.  The first error in the order of
+ * the lines comes back (without a pipe), or rc. */
+static int
+finish(text_state_t *s, int rc, const dbuf_diag_t *d, dbuf_diag_t *diag)
+{
+  s->cur->rc = rc;
+  s->cur->last = 1;
+  if (rc != 0)
+    s->cur->diag = *d;
+  int r = deliver(s, diag);
+  return s->pipe == NULL ? r : rc;
+}
+
+/* Parse [p, le), the next line of the input (without its '\n'), into q,
+ * its name copied to tname_out (q->len 0: a blank or comment line). */
 static int
 parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
              pending_t *q, dbuf_diag_t *diag)
@@ -288,33 +360,29 @@ parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
   return 0;
 }
 
-/* Parse the next line [p, le) and queue its tensor; the queue is added
- * when full.  A parse error comes after the errors of the queued lines. */
+/* Parse the next line [p, le) into the batch, which goes when full.  A
+ * parse error ends the input (finish()). */
 static int
 parse_line(text_state_t *s, const char *p, const char *le, dbuf_diag_t *diag)
 {
-  pending_t *q = &s->pend[s->npend];
+  batch_t *b = s->cur;
+  pending_t *q = &b->rec[b->n];
   dbuf_diag_t d;
-  int rc = parse_fields(s, p, le, s->names[s->npend], q, &d);
-  if (rc != 0) {
-    int frc = flush_pending(s, diag);
-    if (frc != 0)
-      return frc;
-    if (diag != NULL)
-      *diag = d;
-    return rc;
-  }
+  q->at = b->names_len;
+  int rc = parse_fields(s, p, le, b->names + q->at, q, &d);
+  if (rc != 0)
+    return finish(s, rc, &d, diag);
   if (q->len == 0)
     return 0;
-  dbuf__tensors_prefetch(s->t, q->hash);
-  if (++s->npend == AHEAD)
-    return flush_pending(s, diag);
+  b->names_len += q->len + 1;
+  if (++b->n == BATCH_LINES || BATCH_NAMES - b->names_len < LINE_BYTES)
+    return deliver(s, diag);
   return 0;
 }
 
 /* Parse the lines of [*p, end) that end in a '\n', and the rest as the last
- * line when final (then every queued tensor is added); *p moves past what
- * was parsed. */
+ * line when final (then the input ends: finish()); *p moves past what was
+ * parsed. */
 static int
 parse_lines(text_state_t *s, const char **p, const char *end, int final,
             dbuf_diag_t *diag)
@@ -332,7 +400,7 @@ parse_lines(text_state_t *s, const char **p, const char *end, int final,
       return rc;
     *p = end;
   }
-  return final ? flush_pending(s, diag) : 0;
+  return final ? finish(s, 0, NULL, diag) : 0;
 }
 
 /* The lines of [p, end): one more than its newlines. */
@@ -350,11 +418,17 @@ parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
            dbuf_diag_t *diag)
 {
   text_state_t s = {.name = name, .t = t};
+  if ((s.cur = malloc(sizeof *s.cur)) == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
+  s.cur->n = s.cur->rc = s.cur->last = 0;
+  s.cur->names_len = 0;
   /* One tensor a line at most: room for them all up front, so that the
    * name table is never rebuilt as it grows (the slack goes after). */
   (void)dbuf_tensors_reserve(t, count_lines(text, text + len) + 1); /* a failure shows in the adds */
   (void)dbuf__tensors_reserve_names(t, (int64_t)len + 1); /* a name and its NUL fit its line */
-  return parse_lines(&s, &text, text + len, 1, diag);
+  int rc = parse_lines(&s, &text, text + len, 1, diag);
+  free(s.cur);
+  return rc;
 }
 
 int
@@ -446,40 +520,125 @@ scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
   return rc;
 }
 
-/* The second pass over a text shapes file: parse it chunk by chunk, the
- * digest of every byte on the way. */
+/* The second pass over a text shapes file: read it chunk by chunk, the
+ * digest of every byte on the way, and parse it into s's batches.  Ends
+ * with finish() (but when the adds have stopped): 0, or an error. */
+static int
+read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t *diag)
+{
+  int64_t total = 0;
+  size_t held = 0, got;
+  dbuf_diag_t d;
+  int rc;
+  do {
+    if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0)
+      return finish(s, rc, &d, diag);
+    (void)XXH3_64bits_update(xs, buf + held, got);
+    if (memchr(buf + held, '\0', got) != NULL) { /* written since the scan */
+      rc = dbuf__diag(&d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", s->name);
+      return finish(s, rc, &d, diag);
+    }
+    const char *p = buf, *end = buf + held + got;
+    if ((rc = parse_lines(s, &p, end, got == 0, diag)) != 0)
+      return rc;
+    held = (size_t)(end - p); /* < sizeof s->buf: parse_lines took longer rests */
+    memmove(buf, p, held);
+  } while (got > 0);
+  return 0;
+}
+
+/* The reader thread: the read and the parse, into the pipe. */
+typedef struct {
+  text_state_t s;
+  int fd;
+  char *buf;
+  XXH3_state_t *xs;
+} reader_t;
+
+static void *
+reader_main(void *arg)
+{
+  reader_t *rd = arg;
+  dbuf_diag_t d;
+  (void)read_and_parse(&rd->s, rd->fd, rd->buf, rd->xs, &d); /* its errors travel in the batches */
+  return NULL;
+}
+
+/* The adds of the batches the reader thread fills, in order, until the
+ * last one or the first error (which stops the reader). */
+static int
+add_from_pipe(pipe_t *pp, dbuf_tensors_t *t, const char *name, dbuf_diag_t *diag)
+{
+  for (;;) {
+    pthread_mutex_lock(&pp->mu);
+    while (pp->r == pp->w)
+      pthread_cond_wait(&pp->cv, &pp->mu);
+    const batch_t *b = pp->b[pp->r % NBATCH];
+    pthread_mutex_unlock(&pp->mu);
+    int rc = add_batch(t, name, b, diag), last = b->last;
+    pthread_mutex_lock(&pp->mu);
+    pp->r++;
+    pp->stop = rc != 0;
+    pthread_cond_broadcast(&pp->cv);
+    pthread_mutex_unlock(&pp->mu);
+    if (rc != 0 || last)
+      return rc;
+  }
+}
+
+/* Files smaller than this are parsed without a reader thread. */
+#define PIPE_MIN_BYTES ((int64_t)1 << 20)
+
+/* The second pass over a text shapes file: a reader thread reads and
+ * parses while this one adds (in turn for a small file, or if the thread
+ * cannot start), the digest of every byte on the way. */
 static int
 stream_text(int fd, const char *name, char *buf, int64_t lines, int64_t size, dbuf_tensors_t *t,
             uint64_t *digest, dbuf_diag_t *diag)
 {
-  text_state_t s = {.name = name, .t = t};
-  XXH3_state_t *xs = XXH3_createState();
-  int64_t total = 0;
-  size_t held = 0, got;
-  int rc;
-  if (xs == NULL || XXH3_64bits_reset_withSeed(xs, 0) != XXH_OK) {
-    XXH3_freeState(xs);
-    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
+  pipe_t pp;
+  reader_t rd = {.s = {.name = name, .t = t}, .fd = fd, .buf = buf};
+  int nb = size >= PIPE_MIN_BYTES ? NBATCH : 1, rc = 0, i;
+  pthread_t th;
+  memset(&pp, 0, sizeof pp);
+  for (i = 0; i < nb && rc == 0; i++)
+    if ((pp.b[i] = malloc(sizeof *pp.b[i])) == NULL)
+      rc = DBUF_ENOMEM;
+  rd.xs = XXH3_createState();
+  if (rc != 0 || rd.xs == NULL || XXH3_64bits_reset_withSeed(rd.xs, 0) != XXH_OK) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", name);
+    goto out;
   }
+  for (i = 0; i < nb; i++) {
+    pp.b[i]->n = pp.b[i]->rc = pp.b[i]->last = 0;
+    pp.b[i]->names_len = 0;
+  }
+  rd.s.cur = pp.b[0];
   (void)dbuf_tensors_reserve(t, lines); /* a failure shows in the adds */
   (void)dbuf__tensors_reserve_names(t, size + 1); /* a name and its NUL fit its line */
-  do {
-    if ((rc = read_chunk(fd, name, buf + held, READ_CHUNK, &got, &total, diag)) != 0)
-      break;
-    (void)XXH3_64bits_update(xs, buf + held, got);
-    if (memchr(buf + held, '\0', got) != NULL) { /* written since the scan */
-      rc = dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", name);
-      break;
-    }
-    const char *p = buf, *end = buf + held + got;
-    if ((rc = parse_lines(&s, &p, end, got == 0, diag)) != 0)
-      break;
-    held = (size_t)(end - p); /* < sizeof s.buf: parse_lines took longer rests */
-    memmove(buf, p, held);
-  } while (got > 0);
+  int piped = nb == NBATCH && pthread_mutex_init(&pp.mu, NULL) == 0;
+  if (piped && pthread_cond_init(&pp.cv, NULL) != 0) {
+    pthread_mutex_destroy(&pp.mu);
+    piped = 0;
+  }
+  rd.s.pipe = piped ? &pp : NULL;
+  if (piped && pthread_create(&th, NULL, reader_main, &rd) == 0) {
+    rc = add_from_pipe(&pp, t, name, diag);
+    pthread_join(th, NULL);
+  } else {
+    rd.s.pipe = NULL;
+    rc = read_and_parse(&rd.s, fd, buf, rd.xs, diag);
+  }
+  if (piped) {
+    pthread_cond_destroy(&pp.cv);
+    pthread_mutex_destroy(&pp.mu);
+  }
   if (rc == 0 && digest != NULL)
-    *digest = XXH3_64bits_digest(xs);
-  XXH3_freeState(xs);
+    *digest = XXH3_64bits_digest(rd.xs);
+out:
+  XXH3_freeState(rd.xs);
+  for (i = 0; i < nb; i++)
+    free(pp.b[i]);
   return rc;
 }
 

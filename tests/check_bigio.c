@@ -1,0 +1,222 @@
+/* Inputs and outputs large enough for the two-thread paths: a text shapes
+ * file of a megabyte and more is parsed by a reader thread while the list
+ * is built (src/core/shapes_io.c), and the JSON lines of 65,536 tensors
+ * and more are formatted on two threads (src/core/layout_json.c).  Each is
+ * checked against the one-thread path or an independent reading, and every
+ * error of the reader keeps the order of the lines. */
+#define _XOPEN_SOURCE 700
+#include "dbuf/layout.h"
+#include "dbuf/layout_json.h"
+#include "dbuf/shapes_io.h"
+#include "dbuf/tensors.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "tmpdir.h"
+
+static void
+setup(void)
+{
+  tmpdir_setup("dbuf-bigio");
+}
+
+/* Lines of a shape list of n tensors, 25 bytes and more each: tensor i is
+ * "layers.I.w" of shape (i % 7 + 1) x 64, every 5th line has a dtype and
+ * every 1000th is a comment. */
+static char *
+big_text(int64_t n, size_t *len)
+{
+  size_t cap = (size_t)n * 48 + 64, at = 0;
+  char *s = malloc(cap);
+  ck_assert_ptr_nonnull(s);
+  for (int64_t i = 0; i < n; i++) {
+    if (i % 1000 == 999)
+      at += (size_t)snprintf(s + at, cap - at, "# block %lld\n", (long long)i);
+    at += (size_t)snprintf(s + at, cap - at, "layers.%lld.w %lldx64%s\n", (long long)i,
+                           (long long)(i % 7 + 1), i % 5 == 0 ? " bf16" : "");
+  }
+  *len = at;
+  return s;
+}
+
+static char *
+put_file(const char *name, const char *text, size_t len)
+{
+  static char path[1200];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+  return path;
+}
+
+/* The file read by the reader thread gives the list the in-memory parse
+ * gives, and its digest is the XXH3 of its bytes. */
+START_TEST(test_big_file_same_list)
+{
+  size_t len;
+  char *text = big_text(80000, &len);
+  ck_assert_uint_gt(len, (size_t)1 << 20); /* the threaded path */
+  char *path = put_file("big.shapes", text, len);
+  dbuf_tensors_t *a = NULL, *b = NULL;
+  dbuf_diag_t d;
+  uint64_t digest = 0;
+  ck_assert_int_eq(dbuf_shapes_read(path, &a, &digest, &d), 0);
+  ck_assert_int_eq(dbuf_shapes_parse("big.shapes", text, len, &b, &d), 0);
+  ck_assert_uint_eq(digest, XXH3_64bits_withSeed(text, len, 0));
+  ck_assert_int_eq(dbuf_tensors_count(a), 80000);
+  ck_assert_int_eq(dbuf_tensors_count(b), 80000);
+  for (int64_t i = 0; i < 80000; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "layers.%lld.w", (long long)i);
+    ck_assert_str_eq(dbuf_tensors_name(a, i), want);
+    ck_assert_str_eq(dbuf_tensors_name(b, i), want);
+    ck_assert_int_eq(dbuf_tensors_rows(a, i), i % 7 + 1);
+    ck_assert_int_eq(dbuf_tensors_row_elems(a, i), 64);
+    ck_assert_int_eq(dbuf_tensors_dtype(a, i), i % 5 == 0 ? DBUF_DTYPE_BF16 : DBUF_DTYPE_NONE);
+    ck_assert_int_eq(dbuf_tensors_dtype(b, i), dbuf_tensors_dtype(a, i));
+  }
+  int64_t id;
+  ck_assert_int_eq(dbuf_tensors_find(a, "layers.79999.w", &id), 0);
+  ck_assert_int_eq(id, 79999);
+  dbuf_tensors_destroy(a);
+  dbuf_tensors_destroy(b);
+  free(text);
+}
+END_TEST
+
+/* The line of tensor i in big_text(): after i tensor lines and the
+ * (i + 1) / 1000 comments written before it. */
+static long
+line_of(int64_t i)
+{
+  return (long)(i + 1 + (i + 1) / 1000);
+}
+
+/* Errors of a big file come in the order of its lines, whether the parse
+ * (the reader thread) or the adds (this thread) find them, and whether
+ * they lie in the first batch, far in, or on the last line. */
+START_TEST(test_big_file_errors)
+{
+  static const struct {
+    int64_t dup_at, bad_at; /* tensors whose lines are spoiled, or -1 */
+    int last_unterminated;  /* no newline after the last line */
+  } cases[] = {
+      {40000, 50000, 0}, {50000, 40000, 0}, {1, 70000, 0},  {70000, 1, 0},
+      {-1, 79999, 1},    {79999, -1, 1},    {1023, -1, 0},  {1024, 1025, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t len;
+    char *text = big_text(80000, &len), want[256];
+    /* A duplicate: tensor k's line names tensor 0 ("layers.0.w" is shorter,
+     * padded with blanks); a bad line: its shape gets a letter. */
+    int64_t k = cases[c].dup_at, b = cases[c].bad_at;
+    char name[32];
+    if (k >= 0) {
+      snprintf(name, sizeof name, "layers.%lld.w", (long long)k);
+      char *at = strstr(text, name);
+      ck_assert_ptr_nonnull(at);
+      memcpy(at, "layers.0.w", 10);
+      memset(at + 10, ' ', strlen(name) - 10);
+    }
+    if (b >= 0) {
+      snprintf(name, sizeof name, "layers.%lld.w ", (long long)b);
+      char *at = strstr(text, name);
+      ck_assert_ptr_nonnull(at);
+      at[strlen(name)] = 'q';
+    }
+    if (cases[c].last_unterminated)
+      len--;
+    char *path = put_file("bad.shapes", text, len);
+    dbuf_tensors_t *t = NULL;
+    dbuf_diag_t d;
+    int rc = dbuf_shapes_read(path, &t, NULL, &d);
+    ck_assert_ptr_null(t);
+    if (k >= 0 && (b < 0 || k < b)) {
+      ck_assert_int_eq(rc, DBUF_EDUP);
+      snprintf(want, sizeof want, "%s:%ld: tensor layers.0.w: duplicate name (tensor 0)", path,
+               line_of(k));
+    } else {
+      ck_assert_int_eq(rc, DBUF_EPARSE);
+      snprintf(want, sizeof want, "%s:%ld: tensor layers.%lld.w: shape 'q", path, line_of(b),
+               (long long)b);
+      d.msg[strlen(want)] = '\0'; /* the rest names the shape's text */
+    }
+    ck_assert_msg(strcmp(d.msg, want) == 0, "case %zu: %s, not %s", c, d.msg, want);
+    free(text);
+  }
+}
+END_TEST
+
+/* The JSON of a layout of 100,000 tensors (two-thread formatting, names
+ * that need escapes among them) reads back as the same layout. */
+START_TEST(test_big_json_round_trip)
+{
+  const int64_t n = 100000;
+  dbuf_tensors_t *t;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int64_t i = 0; i < n; i++) {
+    char name[48];
+    int64_t dims[2] = {i % 9 + 1, 16};
+    snprintf(name, sizeof name, i % 10007 == 3 ? "q\"%lld\\w" : "m.%lld.w", (long long)i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+  }
+  dbuf_layout_params_t p;
+  dbuf_layout_params_init(&p);
+  p.kind = DBUF_LAYOUT_TENSOR;
+  p.nranks = 4;
+  p.auto_owners = 1;
+  dbuf_layout_t *l = NULL, *back = NULL;
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), 0);
+  char *text = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(dbuf_layout_to_json(l, 0, &text, &len), 0);
+  ck_assert_int_eq(dbuf_layout_from_json("big.json", text, len, &back, &d), 0);
+  ck_assert_int_eq(dbuf_layout_ntensors(back), n);
+  const dbuf_tensors_t *bt = dbuf_layout_tensors(back);
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_str_eq(dbuf_tensors_name(bt, i), dbuf_tensors_name(t, i));
+    ck_assert_int_eq(dbuf_tensors_rows(bt, i), i % 9 + 1);
+    ck_assert_int_eq(dbuf_layout_offsets(back)[i], dbuf_layout_offsets(l)[i]);
+    ck_assert_int_eq(dbuf_layout_owners(back)[i], dbuf_layout_owners(l)[i]);
+  }
+  /* one tensor a line, in id order */
+  const char *at = text;
+  for (int64_t i = 0; i < n; i += 9973) {
+    char key[64];
+    snprintf(key, sizeof key, i % 10007 == 3 ? "\"q\\\"%lld\\\\w\"" : "\"m.%lld.w\"",
+             (long long)i);
+    const char *f = strstr(at, key);
+    ck_assert_msg(f != NULL, "tensor %lld not found after the ones before it", (long long)i);
+    at = f;
+  }
+  dbuf_free(text);
+  dbuf_layout_destroy(l);
+  dbuf_layout_destroy(back);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("bigio");
+  TCase *tc = tcase_create("bigio");
+  tcase_add_checked_fixture(tc, setup, tmpdir_teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_big_file_same_list);
+  tcase_add_test(tc, test_big_file_errors);
+  tcase_add_test(tc, test_big_json_round_trip);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
