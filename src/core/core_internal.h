@@ -139,6 +139,21 @@ void dbuf__tensors_prefetch(const struct dbuf_tensors *t, uint64_t hash);
 int dbuf__tensors_add_hashed(struct dbuf_tensors *t, const char *name, size_t len,
                              uint64_t hash, int ndim, const int64_t *dims,
                              dbuf_diag_t *diag);
+/* The checks of an add that need no list (name, dims) and the hashes,
+ * done ahead by a thread that does not hold the list:
+ * dbuf__tensors_add_pre() is then dbuf__tensors_add_hashed() without
+ * them (a tensor that failed them is added by dbuf__tensors_add_hashed(),
+ * which names what is wrong). */
+typedef struct dbuf__tensor_pre {
+  uint64_t name_hash, shape_hash;
+  int64_t row, numel;
+  int ok;
+} dbuf__tensor_pre_t;
+void dbuf__tensors_precheck(const char *name, size_t len, int ndim, const int64_t *dims,
+                            dbuf__tensor_pre_t *pre);
+int dbuf__tensors_add_pre(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
+                          const int64_t *dims, const dbuf__tensor_pre_t *pre,
+                          dbuf_diag_t *diag);
 int dbuf__tensors_bulk_begin(struct dbuf_tensors *t, int64_t n);
 int dbuf__tensors_add_bulk(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
                            const int64_t *dims, dbuf_diag_t *diag);

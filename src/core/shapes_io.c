@@ -206,7 +206,7 @@ next_field(char **p)
 typedef struct {
   long line;
   size_t at, len;
-  uint64_t hash;
+  dbuf__tensor_pre_t pre; /* the checks and hashes that need no list */
   int ndim;
   dbuf_dtype_t dtype;
   int64_t dims[DBUF_MAX_DIMS];
@@ -251,14 +251,14 @@ static int
 add_batch(dbuf_tensors_t *t, const char *name, const batch_t *b, dbuf_diag_t *diag)
 {
   for (int k = 0; k < b->n && k < AHEAD; k++)
-    dbuf__tensors_prefetch(t, b->rec[k].hash);
+    dbuf__tensors_prefetch(t, b->rec[k].pre.name_hash);
   for (int k = 0; k < b->n; k++) {
     const pending_t *q = &b->rec[k];
     dbuf_diag_t d;
     if (k + AHEAD < b->n)
-      dbuf__tensors_prefetch(t, b->rec[k + AHEAD].hash);
+      dbuf__tensors_prefetch(t, b->rec[k + AHEAD].pre.name_hash);
     /* dbuf_tensors_add names the tensor itself: add only the line. */
-    int rc = dbuf__tensors_add_hashed(t, b->names + q->at, q->len, q->hash, q->ndim, q->dims, &d);
+    int rc = dbuf__tensors_add_pre(t, b->names + q->at, q->len, q->ndim, q->dims, &q->pre, &d);
     if (rc != 0)
       return dbuf__diag(diag, rc, "%s:%ld: %s", name, q->line, d.msg);
     if (q->dtype != DBUF_DTYPE_NONE)
@@ -356,7 +356,7 @@ parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
                       line, tname, dtype, dbuf_dtype_list());
   q->len = strlen(tname);
   memcpy(tname_out, tname, q->len + 1);
-  q->hash = dbuf__tensors_name_hash(tname_out, q->len);
+  dbuf__tensors_precheck(tname_out, q->len, q->ndim, q->dims, &q->pre);
   return 0;
 }
 

@@ -308,10 +308,10 @@ shape_room(dbuf_tensors_t *t, int ndim)
 /* The id of shape (ndim, dims), added to the table if new (*slot_added:
  * its slot, else UINT64_MAX).  row is the checked product of dims[1..]. */
 static int
-shape_intern(dbuf_tensors_t *t, const int64_t *dims, int ndim, int64_t row,
+shape_intern(dbuf_tensors_t *t, const int64_t *dims, int ndim, int64_t row, uint64_t h,
              uint32_t *sid, uint64_t *slot_added)
 {
-  uint64_t h = shape_hash(dims, ndim), i;
+  uint64_t i;
   int rc;
   *slot_added = UINT64_MAX;
   if (t->shape_nslots > 0) {
@@ -482,12 +482,12 @@ name_ok(const char *name, size_t len)
   return 1;
 }
 
-/* The checks of an add that do not depend on the other names, in the order
- * of dbuf_tensors_add()'s messages after the duplicate check: *row the
- * checked product of dims[1..], *total the list's total with the tensor. */
+/* The checks of an add that do not depend on the list, in the order of
+ * dbuf_tensors_add()'s messages after the duplicate check: *row the
+ * checked product of dims[1..], *numel the element count. */
 static int
-check_shape(const dbuf_tensors_t *t, const char *name, int ndim, const int64_t *dims,
-            int64_t *row_out, int64_t *total_out, dbuf_diag_t *diag)
+check_dims(const char *name, int ndim, const int64_t *dims, int64_t *row_out,
+           int64_t *numel_out, dbuf_diag_t *diag)
 {
   int64_t numel = 1, row = 1;
   if (ndim < 1)
@@ -511,13 +511,32 @@ check_shape(const dbuf_tensors_t *t, const char *name, int ndim, const int64_t *
   if (dbuf__mul(dims[0], row, &numel))
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: element count overflows 64 bits", name);
-  if (dbuf__add(t->total, numel, total_out))
+  *row_out = row;
+  *numel_out = numel;
+  return 0;
+}
+
+/* The list's total with numel more elements, checked. */
+static int
+check_total(const dbuf_tensors_t *t, const char *name, int64_t numel, int64_t *total,
+            dbuf_diag_t *diag)
+{
+  if (dbuf__add(t->total, numel, total))
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: total element count of the list overflows "
                       "64 bits",
                       name);
-  *row_out = row;
   return 0;
+}
+
+/* check_dims() and check_total(): *row, *total. */
+static int
+check_shape(const dbuf_tensors_t *t, const char *name, int ndim, const int64_t *dims,
+            int64_t *row_out, int64_t *total_out, dbuf_diag_t *diag)
+{
+  int64_t numel;
+  int rc = check_dims(name, ndim, dims, row_out, &numel, diag);
+  return rc != 0 ? rc : check_total(t, name, numel, total_out, diag);
 }
 
 /* The add of a checked tensor: shape interned, name in (through the
@@ -526,14 +545,15 @@ check_shape(const dbuf_tensors_t *t, const char *name, int ndim, const int64_t *
  * shape added for this tensor is taken back). */
 static int
 add_checked(dbuf_tensors_t *t, const char *name, size_t len, int ndim, const int64_t *dims,
-            int64_t row, int64_t total, const dbuf__strmap_pos_t *pos, dbuf_diag_t *diag)
+            int64_t row, uint64_t shash, int64_t total, const dbuf__strmap_pos_t *pos,
+            dbuf_diag_t *diag)
 {
   uint32_t sid;
   uint64_t slot_added = UINT64_MAX;
   int64_t id;
   int rc;
   if ((rc = unshare(t)) == 0 && (rc = grow_arrays(t, t->n + 1, 0)) == 0 &&
-      (rc = shape_intern(t, dims, ndim, row, &sid, &slot_added)) == 0) {
+      (rc = shape_intern(t, dims, ndim, row, shash, &sid, &slot_added)) == 0) {
     rc = pos != NULL ? dbuf__strmap_insert(&t->names, name, pos, &id)
                      : dbuf__strmap_append(&t->names, name, len, &id);
     if (rc != 0)
@@ -574,7 +594,7 @@ dbuf__tensors_add_hashed(dbuf_tensors_t *t, const char *name, size_t len, uint64
                       name, (long long)id);
   if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
     return rc;
-  return add_checked(t, name, len, ndim, dims, row, total, &pos, diag);
+  return add_checked(t, name, len, ndim, dims, row, shape_hash(dims, ndim), total, &pos, diag);
 }
 
 int
@@ -596,6 +616,35 @@ void
 dbuf__tensors_prefetch(const dbuf_tensors_t *t, uint64_t hash)
 {
   dbuf__strmap_prefetch(&t->names, hash);
+}
+
+void
+dbuf__tensors_precheck(const char *name, size_t len, int ndim, const int64_t *dims,
+                       dbuf__tensor_pre_t *pre)
+{
+  pre->name_hash = dbuf__strmap_hash(name, len);
+  pre->ok = name_ok(name, len) && check_dims(name, ndim, dims, &pre->row, &pre->numel, NULL) == 0;
+  if (pre->ok)
+    pre->shape_hash = shape_hash(dims, ndim);
+}
+
+int
+dbuf__tensors_add_pre(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
+                      const int64_t *dims, const dbuf__tensor_pre_t *pre, dbuf_diag_t *diag)
+{
+  int64_t id, total;
+  dbuf__strmap_pos_t pos;
+  int rc;
+  if (!pre->ok) /* the add names what is wrong */
+    return dbuf__tensors_add_hashed(t, name, len, pre->name_hash, ndim, dims, diag);
+  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  if (dbuf__strmap_lookup_hashed(&t->names, name, len, pre->name_hash, &pos, &id) == 0)
+    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                      name, (long long)id);
+  if ((rc = check_total(t, name, pre->numel, &total, diag)) != 0)
+    return rc;
+  return add_checked(t, name, len, ndim, dims, pre->row, pre->shape_hash, total, &pos, diag);
 }
 
 int
@@ -630,7 +679,7 @@ dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim
                       (long long)t->n, name);
   if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
     return rc;
-  return add_checked(t, name, len, ndim, dims, row, total, NULL, diag);
+  return add_checked(t, name, len, ndim, dims, row, shape_hash(dims, ndim), total, NULL, diag);
 }
 
 int
