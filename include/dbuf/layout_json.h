@@ -7,6 +7,10 @@
  * dbuf_layout_validate() on the result).
  *
  * Thread safety: no global state; any thread, one layout shared read-only.
+ * The writers format the lines of a layout of 65,536 tensors and more on
+ * two threads (one of their own, joined before they return); the text is
+ * the same, and a write callback is only ever called from the caller's
+ * thread.
  * Ownership: dbuf_layout_to_json() returns text freed with dbuf_free();
  * dbuf_layout_write_json() and dbuf_plan_write_json() hand the same text to
  * a callback in bounded chunks and keep nothing;

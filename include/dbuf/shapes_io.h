@@ -12,7 +12,10 @@
  * Errors are reported as "FILE:LINE: what is wrong" in diag.
  *
  * Thread safety: no global state; every function may run in any thread at
- * any time.
+ * any time.  dbuf_shapes_read() of a text file of 1 MiB and more starts one
+ * thread of its own, which reads and parses while the calling thread builds
+ * the list, and joins it before it returns (if the thread cannot start, the
+ * caller's thread does both); the list and the messages are the same.
  * Ownership: dbuf_shapes_read() and dbuf_shapes_parse() return a tensor list
  * freed with dbuf_tensors_destroy(); dbuf_file_read_all() returns data and
  * dbuf_ints_read() values freed with dbuf_free().
