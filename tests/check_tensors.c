@@ -228,6 +228,23 @@ START_TEST(test_bulk_errors)
   ck_assert_int_eq(dbuf__tensors_add_bulk(t, "w", 1, 2, dims, &d), DBUF_EINVAL);
   ck_assert_int_eq(dbuf_tensors_count(t), 1);
   dbuf_tensors_destroy(t);
+
+  /* A lookup between bulk adds builds a shared index: a bulk add after it
+   * is refused (it would be missing from that index, and a later add of the
+   * same name would pass). */
+  int64_t id;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, 3), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "a", 1, 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "b", 1, 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_find(t, "a", &id), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk(t, "c", 1, 2, dims, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor c: a bulk add to an indexed list");
+  ck_assert_int_eq(dbuf_tensors_add(t, "c", 2, dims, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, "c", 2, dims, &d), DBUF_EDUP);
+  ck_assert_int_eq(dbuf__tensors_bulk_end(t, 1, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_count(t), 3);
+  dbuf_tensors_destroy(t);
 }
 END_TEST
 

@@ -531,6 +531,13 @@ read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t
   dbuf_diag_t d;
   int rc;
   do {
+    if (s->pipe != NULL) { /* the adds failed: the rest of the file is not needed */
+      pthread_mutex_lock(&s->pipe->mu);
+      int stop = s->pipe->stop;
+      pthread_mutex_unlock(&s->pipe->mu);
+      if (stop)
+        return DBUF_ECANCELED;
+    }
     if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0)
       return finish(s, rc, &d, diag);
     (void)XXH3_64bits_update(xs, buf + held, got);

@@ -670,7 +670,9 @@ dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim
   int rc;
   if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (t->names.nslots > 0)
+  /* an index of its own, or one a lookup built and shares: a bulk add
+   * would leave the name out of it */
+  if (t->names.nslots > 0 || atomic_load(&t->sh->index) != NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: a bulk add to an indexed list", name);
   if (!name_ok(name, len))
     return dbuf__diag(diag, DBUF_EINVAL,
