@@ -149,8 +149,13 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * \brief The identity of a layout: the checksum of its message.
  *
  * Not collective.  Two layouts have the same digest if and only if (up to
- * XXH3 collisions) every field of them is equal.  The message is hashed as
- * it is written, 64 KiB at a time: O(distinct shapes) memory, not the
+ * XXH3 collisions) every field of them is equal.  A layout decoded by
+ * dbuf_wire_decode() from the encoder's own bytes for it (every message
+ * dbuf_wire_encode() writes) carries that message's checksum, which is its
+ * digest: O(1).  Any other layout (built, read from JSON, derived from a
+ * decoded one, or decoded from a message a later writer extended) is
+ * encoded again and hashed as it is written, 64 KiB at a time:
+ * O(tensors) time, O(distinct shapes) memory and 4 bytes a tensor, not the
  * message.
  * \return 0, or the errors of dbuf_wire_encode()
  */
