@@ -79,6 +79,14 @@ int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind
                           int64_t size, int64_t *offsets, int64_t *range,
                           int *owners, dbuf_layout_t **out);
 
+/* dbuf_layout_from_parts() on arrays it takes (freed on failure too):
+ * offsets[n], range[nranks + 1] (range[nranks] is set to size), owners[n]
+ * or NULL.  The same checks and messages, no copies. */
+int dbuf__layout_from_owned(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind, int nranks,
+                            int64_t block_size, int64_t chunk_size, int64_t size,
+                            int64_t *offsets, int64_t *range, int *owners, dbuf_layout_t **out,
+                            dbuf_diag_t *diag);
+
 /* order[] (n ids) sorted by (keys[id], id), in O(n) passes of a radix
  * sort.  0 or DBUF_ENOMEM. */
 int dbuf__sort_ids(const int64_t *keys, int64_t n, int64_t *order);

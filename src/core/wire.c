@@ -725,8 +725,11 @@ assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
     }
     owners[i] = (int)o;
   }
-  rc = dbuf_layout_from_parts(t, (dbuf_layout_kind_t)m->kind, (int)m->nranks, m->block,
-                              m->chunk, m->size, offsets, range, owners, out, diag);
+  /* The arrays go to the layout as they are. */
+  rc = dbuf__layout_from_owned(t, (dbuf_layout_kind_t)m->kind, (int)m->nranks, m->block,
+                               m->chunk, m->size, offsets, range, owners, out, diag);
+  offsets = range = NULL;
+  owners = NULL;
   /* The layout keeps a chunk size for the chunked kinds only. */
   if (rc == 0 && m->canonical && (dbuf__layout_chunked((*out)->kind) || m->chunk == 0)) {
     (*out)->digest = get_u64(p + m->bytes - 8);
