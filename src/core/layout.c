@@ -2,6 +2,7 @@
 #include "core_internal.h"
 #include "layout_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,21 +132,72 @@ sort_packed(const int64_t *offsets, int64_t n, uint64_t diff, int64_t *order,
     order[i] = (int64_t)(a[i] & imask);
 }
 
+/*
+ * Nearly sorted offsets (the padded builder places most tensors in id order
+ * and a few into earlier gaps or at the tail): the ids whose offset is
+ * below the running maximum of the ones before them ("late", nlate of them)
+ * are sorted alone and merged with the others, whose offsets never go down
+ * and whose ids come in order.  O(n + nlate x digits).
+ */
+static int
+sort_nearly(const int64_t *offsets, int64_t n, int64_t nlate, int64_t *order)
+{
+  int64_t *late = dbuf__mallocn(nlate, sizeof *late), *key = dbuf__mallocn(nlate, sizeof *key);
+  int64_t *pos = dbuf__mallocn(nlate, sizeof *pos);
+  int rc = late != NULL && key != NULL && pos != NULL ? 0 : DBUF_ENOMEM;
+  int64_t k = 0, top = INT64_MIN;
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    if (offsets[i] >= top) {
+      top = offsets[i];
+    } else {
+      late[k] = i;
+      key[k++] = offsets[i];
+    }
+  }
+  assert(rc != 0 || k == nlate);
+  if (rc == 0)
+    rc = dbuf__sort_ids(key, nlate, pos); /* ties in id order: late[] is */
+  /* The merge, by (offset, id); the in-order ids found again as above. */
+  top = INT64_MIN;
+  for (int64_t i = 0, j = 0, out = 0; rc == 0 && out < n;) {
+    while (i < n && offsets[i] < top) /* a late id */
+      i++;
+    int64_t lj = j < nlate ? late[pos[j]] : -1;
+    if (i < n && (lj < 0 || offsets[i] < offsets[lj] ||
+                  (offsets[i] == offsets[lj] && i < lj))) {
+      top = offsets[i];
+      order[out++] = i++;
+    } else {
+      order[out++] = lj;
+      j++;
+    }
+  }
+  free(late);
+  free(key);
+  free(pos);
+  return rc;
+}
+
 int
 dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
 {
   /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
   int sorted = 1;
   uint64_t diff = 0;
+  int64_t nlate = 0, top = n > 0 ? offsets[0] : 0;
   for (int64_t i = 1; i < n; i++) {
     sorted &= offsets[i - 1] <= offsets[i];
     diff |= off_key(offsets[i]) ^ off_key(offsets[0]);
+    nlate += offsets[i] < top;
+    top = offsets[i] > top ? offsets[i] : top;
   }
   if (sorted) {
     for (int64_t i = 0; i < n; i++)
       order[i] = i;
     return 0;
   }
+  if (nlate <= n / 16)
+    return sort_nearly(offsets, n, nlate, order);
   int kbits = bits_of(diff >> __builtin_ctzll(diff)); /* not sorted: diff != 0 */
   if (kbits + bits_of((uint64_t)n - 1) <= 64) {
     int ndig = (kbits + RADIX_BITS - 1) / RADIX_BITS;
