@@ -31,6 +31,7 @@ enum {
 static void
 put_le(uint8_t *p, uint64_t v, int n)
 {
+#pragma GCC unroll 8 /* n is a constant where inlined: one store */
   for (int i = 0; i < n; i++)
     p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -182,6 +183,12 @@ static uint32_t
 common_prefix(const char *a, size_t la, const char *b, size_t lb)
 {
   size_t k = 0, m = la < lb ? la : lb;
+  for (uint64_t x, y; k + 8 <= m; k += 8) { /* 8 bytes a step, then byte by byte */
+    memcpy(&x, a + k, 8);
+    memcpy(&y, b + k, 8);
+    if (x != y)
+      break;
+  }
   while (k < m && a[k] == b[k])
     k++;
   return (uint32_t)k; /* names of a message are shorter than 2^32 bytes */
@@ -207,6 +214,7 @@ typedef struct {
   const dbuf_layout_t *l;
   shapes_t s;
   uint32_t *pre; /* [n] bytes each name shares with the previous one */
+  uint32_t *suf; /* [n] and the bytes it adds */
   int64_t sec[SEC_COUNT]; /* payload bytes of each section */
   int nsec;
   int64_t total;
@@ -217,7 +225,8 @@ prepared_free(prepared_t *m)
 {
   shapes_free(&m->s);
   free(m->pre);
-  m->pre = NULL;
+  free(m->suf);
+  m->pre = m->suf = NULL;
 }
 
 /* The shapes, the name prefixes and every length; every sum checked. */
@@ -232,7 +241,9 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   if ((rc = shapes_build(t, n, &m->s)) != 0)
     return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
                       (long long)n);
-  if ((m->pre = dbuf__mallocn(n, sizeof *m->pre)) == NULL) {
+  m->pre = dbuf__mallocn(n, sizeof *m->pre);
+  m->suf = dbuf__mallocn(n, sizeof *m->suf);
+  if (m->pre == NULL || m->suf == NULL) {
     prepared_free(m);
     return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory for the names of %lld tensors",
                       (long long)n);
@@ -247,7 +258,8 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
       break;
     }
     m->pre[i] = common_prefix(prev, plen, name, len);
-    rc = dbuf__add(names, (int64_t)(len - m->pre[i]), &names);
+    m->suf[i] = (uint32_t)len - m->pre[i];
+    rc = dbuf__add(names, m->suf[i], &names);
     if (rc == 0)
       rc = dbuf__add(full, (int64_t)len, &full);
     prev = name;
@@ -324,17 +336,15 @@ write_message(const prepared_t *m, writer_t *w)
   w_u64(w, SEC_TENSORS);
   w_i64(w, m->sec[SEC_TENSORS]);
   for (int64_t i = 0; i < n; i++) {
-    uint32_t pre = m->pre[i];
     w_u32(w, shapes_index(t, &m->s, i));
-    w_u32(w, pre);
-    w_u32(w, (uint32_t)dbuf__tensors_name_len(t, i) - pre);
+    w_u32(w, m->pre[i]);
+    w_u32(w, m->suf[i]);
     w_u32(w, 0); /* flags */
   }
   w_u64(w, SEC_NAMES);
   w_i64(w, m->sec[SEC_NAMES]);
   for (int64_t i = 0; i < n; i++)
-    w_bytes(w, dbuf_tensors_name(t, i) + m->pre[i],
-            (int64_t)dbuf__tensors_name_len(t, i) - m->pre[i]);
+    w_bytes(w, dbuf_tensors_name(t, i) + m->pre[i], m->suf[i]);
   w_u64(w, SEC_OFFSETS);
   w_i64(w, m->sec[SEC_OFFSETS]);
   for (int64_t i = 0; i < n; i++)
