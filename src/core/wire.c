@@ -709,18 +709,23 @@ assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
                       (long long)m->nshapes, (long long)m->len[SEC_SHAPES]);
   shape_at = dbuf__mallocn(m->nshapes, sizeof *shape_at);
   sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof *sd);
-  offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
-  range = read_words(p + m->at[SEC_RANGE], m->nranks + 1);
-  if (has_own)
-    owners = dbuf__mallocn(m->n, sizeof *owners);
-  if (shape_at == NULL || sd == NULL || offsets == NULL || range == NULL ||
-      (has_own && owners == NULL)) {
+  if (shape_at == NULL || sd == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
     goto out;
   }
   if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0 ||
       (rc = read_tensors(p, m, shape_at, sd, &t, diag)) != 0)
     goto out;
+  /* The per-tensor words once the tensor list (and its passing name
+   * index) is done: a lower peak. */
+  offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
+  range = read_words(p + m->at[SEC_RANGE], m->nranks + 1);
+  if (has_own)
+    owners = dbuf__mallocn(m->n, sizeof *owners);
+  if (offsets == NULL || range == NULL || (has_own && owners == NULL)) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+    goto out;
+  }
   if (range[m->nranks] != m->size) {
     rc = dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
                     (long long)range[m->nranks], (long long)m->size);
