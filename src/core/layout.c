@@ -321,8 +321,9 @@ dbuf__layout_from_owned(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind, 
     rc = dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
                     (long long)chunk_size);
   /* The validator works in blocks of block_size rows: a block of a tensor
-   * must have an element count (a block of an empty tensor included). */
-  for (int64_t i = 0; i < n && rc == 0; i++) {
+   * must have an element count (a block of an empty tensor included); a
+   * block of one row has its row's. */
+  for (int64_t i = 0; i < n && rc == 0 && block_size > 1; i++) {
     int64_t align;
     if (dbuf__mul(block_size, dbuf_tensors_row_elems(tensors, i), &align))
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,

@@ -25,23 +25,44 @@ enum {
 };
 
 /* ------------------------------------------------------------------ */
-/* Little-endian words, byte by byte.                                  */
+/* Little-endian words.                                                */
 
-/* n little-endian bytes of v at p, and back. */
+/* n (4 or 8) little-endian bytes of v at p, and back: on a little-endian
+ * host one copy (a single load or store), elsewhere byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
 static void
 put_le(uint8_t *p, uint64_t v, int n)
 {
-#pragma GCC unroll 8 /* n is a constant where inlined: one store */
-  for (int i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
+  if (HOST_LE && n == 8) {
+    memcpy(p, &v, 8);
+  } else if (HOST_LE && n == 4) {
+    uint32_t x = (uint32_t)v;
+    memcpy(p, &x, 4);
+  } else {
+    for (int i = 0; i < n; i++)
+      p[i] = (uint8_t)(v >> (8 * i));
+  }
 }
 
 static uint64_t
 get_le(const uint8_t *p, int n)
 {
   uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
+  if (HOST_LE && n == 8) {
+    memcpy(&v, p, 8);
+  } else if (HOST_LE && n == 4) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    v = x;
+  } else {
+    for (int i = 0; i < n; i++)
+      v |= (uint64_t)p[i] << (8 * i);
+  }
   return v;
 }
 
