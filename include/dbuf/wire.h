@@ -113,9 +113,12 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  *
  * Not collective.  Checks, in this order: the magic, the header checksum, the
  * total length against len, the trailer checksum, the version, then every
- * length and count inside the sections, and assembles the layout with
- * dbuf_layout_from_parts().  Decodes into one tensor list whose arrays are
- * reserved up front (no allocation per tensor).  It does NOT check the layout's invariants: run
+ * length and count inside the sections, and assembles the layout with the
+ * checks of dbuf_layout_from_parts().  Decodes into one tensor list whose
+ * arrays are reserved up front (no allocation per tensor), its names checked
+ * for duplicates in one pass.  A message that is the encoder's own bytes for
+ * the layout gives a layout that carries the message's checksum as its
+ * digest (dbuf_wire_digest()).  It does NOT check the layout's invariants: run
  * dbuf_layout_validate() on the result.  A bit flip anywhere but in the magic
  * is reported as DBUF_ECHECKSUM.
  * \param[in]  buf, len  the message
