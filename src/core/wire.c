@@ -623,6 +623,9 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
   char *name = NULL;
   int64_t cap = 0, len = 0, npos = m->at[SEC_NAMES], nend = npos + m->len[SEC_NAMES];
   int64_t full = 0, budget = names_budget(m->bytes), next_shape = 0;
+  /* The first NUL byte of the names section (or its end): one scan, not one a name. */
+  const uint8_t *z = memchr(p + npos, '\0', (size_t)(nend - npos));
+  int64_t nul = z != NULL ? z - p : nend;
   int rc;
   if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf__tensors_bulk_begin(t, m->n)) != 0) {
     dbuf_tensors_destroy(t);
@@ -642,7 +645,7 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
                                                    : "empty name");
       break;
     }
-    if (memchr(p + npos, '\0', suf) != NULL) {
+    if (nul < npos + (int64_t)suf) { /* nul >= npos: names are read in order */
       rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL byte in the name",
                       (long long)i);
       break;
