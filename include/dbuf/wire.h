@@ -158,7 +158,7 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * digest: O(1).  Any other layout (built, read from JSON, derived from a
  * decoded one, or decoded from a message a later writer extended) is
  * encoded again and hashed as it is written, 64 KiB at a time:
- * O(tensors) time, O(distinct shapes) memory and 4 bytes a tensor, not the
+ * O(tensors) time, O(distinct shapes) memory and 8 bytes a tensor, not the
  * message.
  * \return 0, or the errors of dbuf_wire_encode()
  */
