@@ -403,7 +403,7 @@ dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
-  uint8_t *p = malloc((size_t)m.total);
+  uint8_t *p = dbuf__mallocn(m.total, 1);
   if (p == NULL) {
     prepared_free(&m);
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
@@ -879,7 +879,7 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
                       (long long)nb);
     }
   }
-  uint8_t *out = rc == 0 ? malloc((size_t)total) : NULL;
+  uint8_t *out = rc == 0 ? dbuf__mallocn(total, 1) : NULL;
   if (rc == 0 && out == NULL)
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                     (long long)total);
