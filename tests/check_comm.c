@@ -452,10 +452,21 @@ END_TEST
 START_TEST(test_structure_stale)
 {
   dbuf_comm_t *c = world();
-  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_UNPADDED, size), *use = l;
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_UNPADDED, size), *use;
   /* Loop 0: rank 1 is stale, judged against rank 0's layout; loop 1: rank 0
-   * is stale, judged against the broadcast plan's digest. */
-  int bad = size > 1 ? (_i == 0 ? 1 : 0) : -1;
+   * is stale, judged against the broadcast plan's digest; loop 2: rank 1
+   * is stale, judged against the plan's digest, every rank holding the
+   * broadcast copy (which carries its message's checksum as its digest)
+   * and rank 1's stale copy made from it (which must not inherit it). */
+  if (_i == 2) {
+    dbuf_layout_t *got = NULL;
+    ALL_INT_EQ(dbuf_comm_bcast_layout(c, 0, NULL, rank == 0 ? l : NULL, size, &got, NULL, NULL),
+               0);
+    dbuf_layout_destroy(l);
+    l = got;
+  }
+  use = l;
+  int bad = size > 1 ? (_i == 1 ? 0 : 1) : -1;
   if (rank == bad)
     use = stale_copy(l, bad > 0 ? bad : 1);
   ALL_TRUE(use != NULL);
@@ -738,7 +749,7 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_structure_ok);
   tcase_add_test(tc, test_structure_shift);
   tcase_add_loop_test(tc, test_structure_proof, 0, 2);
-  tcase_add_loop_test(tc, test_structure_stale, 0, 2);
+  tcase_add_loop_test(tc, test_structure_stale, 0, 3);
   tcase_add_loop_test(tc, test_data, 0, 3);
   tcase_add_test(tc, test_create_agreed);
   tcase_add_test(tc, test_gather_agreed);

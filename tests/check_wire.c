@@ -806,6 +806,139 @@ START_TEST(test_digest_and_args)
 }
 END_TEST
 
+/*
+ * A decoded layout carries its message's checksum as its digest, but only
+ * when the message is the encoder's own bytes for it.  Each message below
+ * decodes to the seed layout yet is not those bytes, so its checksum is not
+ * the layout's digest: the decoded layout's digest must still be the one
+ * of the seed built directly (and of its re-encoding).  Built from the
+ * seed's sections (byte map in the structural table's comment):
+ *   0 an optional section appended       1 SHAPES after TENSORS
+ *   2 records of 20 bytes                3 tensor P1 sharing nothing ("P1")
+ *   4 shapes 0 and 1 swapped in the table 5 shape [4,4] twice (P2 the copy)
+ *   6 a chunk size of 7 in an unpadded layout (kept only by chunked kinds)
+ */
+typedef struct {
+  const uint8_t *p;
+  int64_t len;
+} span_t;
+
+/* The message of header hdr (128 bytes, total, sections and checksums
+ * rewritten) and the tagged sections sec[0 .. nsec), sealed. */
+static uint8_t *
+build_message(const uint8_t *hdr, const uint64_t *tag, const span_t *sec, int nsec,
+              int64_t *len)
+{
+  int64_t total = 128 + 8;
+  for (int s = 0; s < nsec; s++)
+    total += 16 + sec[s].len;
+  uint8_t *m = calloc(1, (size_t)total), *at = m + 128;
+  ck_assert_ptr_nonnull(m);
+  memcpy(m, hdr, 128);
+  put64(m + 16, (uint64_t)total);
+  put64(m + 96, (uint64_t)nsec);
+  for (int s = 0; s < nsec; s++) {
+    put64(at, tag[s]);
+    put64(at + 8, (uint64_t)sec[s].len);
+    memcpy(at + 16, sec[s].p, (size_t)sec[s].len);
+    at += 16 + sec[s].len;
+  }
+  reseal(m, total);
+  *len = total;
+  return m;
+}
+
+START_TEST(test_digest_not_canonical)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_UNPADDED), *back = NULL;
+  uint8_t *buf, hdr[128], rec20[5 * 20], tens[80], shapes[92], names[8];
+  int64_t len, nlen;
+  uint64_t want, got, sum;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(l, &want, NULL), 0);
+  memcpy(hdr, buf, 128);
+  span_t sec[6];
+  uint64_t tag[6] = {1, 2, 3, 4, 5, 300}, opt = 42;
+  for (int s = 0; s < 5; s++) {
+    int64_t at = section_at(buf, s);
+    sec[s] = (span_t){buf + at + 16, (int64_t)get64(buf + at + 8)};
+  }
+  ck_assert_int_eq(sec[0].len, 72);
+  ck_assert_int_eq(sec[1].len, 80);
+  ck_assert_int_eq(sec[2].len, 6);
+  memcpy(tens, sec[1].p, 80);
+  switch (_i) {
+  case 0:
+    sec[5] = (span_t){(const uint8_t *)&opt, 8};
+    break;
+  case 1: {
+    span_t x = sec[0];
+    sec[0] = sec[1];
+    sec[1] = x;
+    tag[0] = 2;
+    tag[1] = 1;
+    break;
+  }
+  case 2:
+    memset(rec20, 0, sizeof rec20);
+    for (int i = 0; i < 5; i++)
+      memcpy(rec20 + 20 * i, tens + 16 * i, 16);
+    put64(hdr + 104, 20);
+    sec[1] = (span_t){rec20, sizeof rec20};
+    break;
+  case 3: /* "P0" "1" ... becomes "P0" "P1" ...: P1's prefix 1 -> 0, suffix 1 -> 2 */
+    tens[16 + 4] = 0;
+    tens[16 + 8] = 2;
+    memcpy(names, "P0P1234", 7);
+    sec[1] = (span_t){tens, 80};
+    sec[2] = (span_t){(const uint8_t *)names, 7};
+    break;
+  case 4: /* [2,6] and [4,4] are 20 bytes each */
+    memcpy(shapes, sec[0].p + 20, 20);
+    memcpy(shapes + 20, sec[0].p, 20);
+    memcpy(shapes + 40, sec[0].p + 40, 32);
+    for (int i = 0; i < 3; i++)
+      tens[16 * i] = i == 0 ? 1 : 0;
+    sec[0] = (span_t){shapes, 72};
+    sec[1] = (span_t){tens, 80};
+    break;
+  case 5: /* shapes [2,6] [4,4] [4,4] [1,2] [6]: P2, P3, P4 use 2, 3, 4 */
+    memcpy(shapes, sec[0].p, 40);
+    memcpy(shapes + 40, sec[0].p + 20, 20);
+    memcpy(shapes + 60, sec[0].p + 40, 32);
+    for (int i = 2; i < 5; i++)
+      tens[16 * i] = (uint8_t)i;
+    put64(hdr + 88, 5);
+    sec[0] = (span_t){shapes, 92};
+    sec[1] = (span_t){tens, 80};
+    break;
+  default:
+    put64(hdr + 56, 7);
+    break;
+  }
+  uint8_t *m = build_message(hdr, tag, sec, _i == 0 ? 6 : 5, &nlen);
+  dbuf_diag_t d;
+  int rc = dbuf_wire_decode(m, nlen, &back, &d);
+  ck_assert_msg(rc == 0, "case %d: %s", _i, d.msg);
+  assert_same(l, back);
+  ck_assert_int_eq(dbuf_wire_checksum(m, nlen, &sum), 0);
+  ck_assert_msg(sum != want, "case %d: the message is the encoder's own", _i);
+  ck_assert_int_eq(dbuf_wire_digest(back, &got, NULL), 0);
+  ck_assert_msg(got == want, "case %d: digest %016llx, the layout's is %016llx", _i,
+                (unsigned long long)got, (unsigned long long)want);
+  /* The encoder's bytes, decoded, carry their checksum. */
+  dbuf_layout_destroy(back);
+  back = NULL;
+  ck_assert_int_eq(dbuf_wire_decode(buf, len, &back, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(back, &got, NULL), 0);
+  ck_assert(got == want);
+  free(m);
+  free(buf);
+  dbuf_layout_destroy(back);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 /* Plan messages: a round trip keeps every buffer (unit, dtype, layout
  * digest); every bit flip is caught; forged counts and lengths are refused. */
 static dbuf_plan_t *
@@ -967,6 +1100,7 @@ wire_suite(void)
   tcase_add_test(tc, test_compact_size);
   tcase_add_test(tc, test_optional_section);
   tcase_add_test(tc, test_digest_and_args);
+  tcase_add_loop_test(tc, test_digest_not_canonical, 0, 7);
   tcase_add_test(tc, test_names_budget);
   tcase_add_test(tc, test_plan_messages);
   suite_add_tcase(s, tc);

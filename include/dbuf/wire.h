@@ -113,9 +113,12 @@ DBUF_EXPORT int dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *le
  *
  * Not collective.  Checks, in this order: the magic, the header checksum, the
  * total length against len, the trailer checksum, the version, then every
- * length and count inside the sections, and assembles the layout with
- * dbuf_layout_from_parts().  Decodes into one tensor list whose arrays are
- * reserved up front (no allocation per tensor).  It does NOT check the layout's invariants: run
+ * length and count inside the sections, and assembles the layout with the
+ * checks of dbuf_layout_from_parts().  Decodes into one tensor list whose
+ * arrays are reserved up front (no allocation per tensor), its names checked
+ * for duplicates in one pass.  A message that is the encoder's own bytes for
+ * the layout gives a layout that carries the message's checksum as its
+ * digest (dbuf_wire_digest()).  It does NOT check the layout's invariants: run
  * dbuf_layout_validate() on the result.  A bit flip anywhere but in the magic
  * is reported as DBUF_ECHECKSUM.
  * \param[in]  buf, len  the message
@@ -149,8 +152,13 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * \brief The identity of a layout: the checksum of its message.
  *
  * Not collective.  Two layouts have the same digest if and only if (up to
- * XXH3 collisions) every field of them is equal.  The message is hashed as
- * it is written, 64 KiB at a time: O(distinct shapes) memory, not the
+ * XXH3 collisions) every field of them is equal.  A layout decoded by
+ * dbuf_wire_decode() from the encoder's own bytes for it (every message
+ * dbuf_wire_encode() writes) carries that message's checksum, which is its
+ * digest: O(1).  Any other layout (built, read from JSON, derived from a
+ * decoded one, or decoded from a message a later writer extended) is
+ * encoded again and hashed as it is written, 64 KiB at a time:
+ * O(tensors) time, O(distinct shapes) memory and 8 bytes a tensor, not the
  * message.
  * \return 0, or the errors of dbuf_wire_encode()
  */

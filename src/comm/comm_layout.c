@@ -1,5 +1,6 @@
 /* Broadcasting the layout, comparing inputs, and finding the nodes. */
 #include "comm_internal.h"
+#include "core_internal.h"
 
 #include "dbuf/wire.h"
 
@@ -85,8 +86,9 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     }
     return (int)hdr[0];
   }
-  if (ctx->rank != 0 &&
-      (hdr[1] < 0 || (uint64_t)hdr[1] > SIZE_MAX || (buf = malloc((size_t)hdr[1])) == NULL))
+  /* A large message comes in huge pages (dbuf__mallocn): 4 KiB pages
+   * would take a fault each on first touch, as long as the copy itself. */
+  if (ctx->rank != 0 && (buf = dbuf__mallocn(hdr[1], 1)) == NULL)
     rc = DBUF_ENOMEM;
   /* Never enter the chunked broadcast unless every rank has its buffer. */
   if ((rc = agree_rc(ctx, rc)) != 0) {
@@ -137,28 +139,41 @@ encode_plan(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
   return dbuf_wire_plan_encode(obj, buf, len, diag);
 }
 
-/* A received message decoded and re-validated: 0 or the code, msg filled. */
-typedef int (*receive_fn)(const void *buf, int64_t len, int nranks_expected, void **obj,
-                          dbuf_diag_t *local);
+/* A received message decoded (decode_fn), then, the message freed, the
+ * decoded object re-validated (check_fn): 0 or the code, msg filled. */
+typedef int (*decode_fn)(const void *buf, int64_t len, void **obj, dbuf_diag_t *local);
+typedef int (*check_fn)(const void *obj, int nranks_expected, dbuf_diag_t *local);
 
 static int
-receive_layout(const void *buf, int64_t len, int nranks_expected, void **obj,
-               dbuf_diag_t *local)
+decode_layout(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
 {
   dbuf_layout_t *l = NULL;
   int rc = dbuf_wire_decode(buf, len, &l, local);
-  if (rc == 0)
-    rc = check_received(l, "layout", nranks_expected, local);
   *obj = l;
   return rc;
 }
 
 static int
-receive_plan(const void *buf, int64_t len, int nranks_expected, void **obj, dbuf_diag_t *local)
+check_layout(const void *obj, int nranks_expected, dbuf_diag_t *local)
+{
+  return check_received(obj, "layout", nranks_expected, local);
+}
+
+static int
+decode_plan(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
 {
   dbuf_plan_t *p = NULL;
   int rc = dbuf_wire_plan_decode(buf, len, &p, local);
-  if (rc == 0 && dbuf_plan_nbuffers(p) < 1) {
+  *obj = p;
+  return rc;
+}
+
+static int
+check_plan(const void *obj, int nranks_expected, dbuf_diag_t *local)
+{
+  const dbuf_plan_t *p = obj;
+  int rc = 0;
+  if (dbuf_plan_nbuffers(p) < 1) {
     rc = DBUF_EFORMAT;
     snprintf(local->msg, sizeof local->msg, "received plan has no buffer");
   }
@@ -169,7 +184,6 @@ receive_plan(const void *buf, int64_t len, int nranks_expected, void **obj, dbuf
     snprintf(what, sizeof what, "buffer %.80s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
     rc = check_received(pb.layout, what, nranks_expected, local);
   }
-  *obj = p;
   return rc;
 }
 
@@ -190,8 +204,9 @@ destroy_plan(void *obj)
  * digest is the message's trailer (a little-endian word). */
 static int
 bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
-             const char *what, encode_fn encode, receive_fn receive, void (*destroy)(void *),
-             int nranks_expected, void **out, uint64_t *digest, dbuf_diag_t *diag)
+             const char *what, encode_fn encode, decode_fn decode, check_fn check,
+             void (*destroy)(void *), int nranks_expected, void **out, uint64_t *digest,
+             dbuf_diag_t *diag)
 {
   void *buf = NULL, *got = NULL;
   int64_t len = 0;
@@ -201,11 +216,13 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
   if (rc != 0)
     return rc;
   dbuf_diag_clear(&local);
-  rc = receive(buf, len, nranks_expected, &got, &local);
+  rc = decode(buf, len, &got, &local);
   uint64_t sum = 0;
   for (int i = 0; rc == 0 && i < 8; i++)
     sum |= (uint64_t)((const unsigned char *)buf)[len - 8 + i] << (8 * i);
-  free(buf);
+  free(buf); /* decoded: the checks run without it */
+  if (rc == 0)
+    rc = check(got, nranks_expected, &local);
   local.code = rc;
   rc = dbuf_comm_agree_diag(ctx, rc, &local);
   if (rc != 0) {
@@ -225,8 +242,8 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  return bcast_object(ctx, root_rc, root_msg, layout, "layout", encode_layout, receive_layout,
-                      destroy_layout, nranks_expected, (void **)out, digest, diag);
+  return bcast_object(ctx, root_rc, root_msg, layout, "layout", encode_layout, decode_layout,
+                      check_layout, destroy_layout, nranks_expected, (void **)out, digest, diag);
 }
 
 int
@@ -234,8 +251,8 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  return bcast_object(ctx, root_rc, root_msg, plan, "plan", encode_plan, receive_plan,
-                      destroy_plan, nranks_expected, (void **)out, digest, diag);
+  return bcast_object(ctx, root_rc, root_msg, plan, "plan", encode_plan, decode_plan,
+                      check_plan, destroy_plan, nranks_expected, (void **)out, digest, diag);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -175,7 +175,7 @@ size_t dbuf__tensors_name_len(const struct dbuf_tensors *t, int64_t id);
  * 2 MiB-aligned interior of [p, p + len), advice only). */
 void dbuf__advise_huge(void *p, size_t len);
 void *dbuf__calloc(int64_t n, size_t sz);
-void *dbuf__mallocn(int64_t n, size_t sz);
+DBUF__SHARED void *dbuf__mallocn(int64_t n, size_t sz); /* comm: messages */
 void *dbuf__reallocn(void *p, int64_t n, size_t sz);
 /* A malloc'd copy of n elements of size sz (NULL on failure). */
 void *dbuf__memdup(const void *src, int64_t n, size_t sz);

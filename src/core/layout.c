@@ -2,6 +2,7 @@
 #include "core_internal.h"
 #include "layout_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,21 +132,72 @@ sort_packed(const int64_t *offsets, int64_t n, uint64_t diff, int64_t *order,
     order[i] = (int64_t)(a[i] & imask);
 }
 
+/*
+ * Nearly sorted offsets (the padded builder places most tensors in id order
+ * and a few into earlier gaps or at the tail): the ids whose offset is
+ * below the running maximum of the ones before them ("late", nlate of them)
+ * are sorted alone and merged with the others, whose offsets never go down
+ * and whose ids come in order.  O(n + nlate x digits).
+ */
+static int
+sort_nearly(const int64_t *offsets, int64_t n, int64_t nlate, int64_t *order)
+{
+  int64_t *late = dbuf__mallocn(nlate, sizeof *late), *key = dbuf__mallocn(nlate, sizeof *key);
+  int64_t *pos = dbuf__mallocn(nlate, sizeof *pos);
+  int rc = late != NULL && key != NULL && pos != NULL ? 0 : DBUF_ENOMEM;
+  int64_t k = 0, top = INT64_MIN;
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    if (offsets[i] >= top) {
+      top = offsets[i];
+    } else {
+      late[k] = i;
+      key[k++] = offsets[i];
+    }
+  }
+  assert(rc != 0 || k == nlate);
+  if (rc == 0)
+    rc = dbuf__sort_ids(key, nlate, pos); /* ties in id order: late[] is */
+  /* The merge, by (offset, id); the in-order ids found again as above. */
+  top = INT64_MIN;
+  for (int64_t i = 0, j = 0, out = 0; rc == 0 && out < n;) {
+    while (i < n && offsets[i] < top) /* a late id */
+      i++;
+    int64_t lj = j < nlate ? late[pos[j]] : -1;
+    if (i < n && (lj < 0 || offsets[i] < offsets[lj] ||
+                  (offsets[i] == offsets[lj] && i < lj))) {
+      top = offsets[i];
+      order[out++] = i++;
+    } else {
+      order[out++] = lj;
+      j++;
+    }
+  }
+  free(late);
+  free(key);
+  free(pos);
+  return rc;
+}
+
 int
 dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
 {
   /* Already sorted is the common case (unpadded, one-rank tensor layouts). */
   int sorted = 1;
   uint64_t diff = 0;
+  int64_t nlate = 0, top = n > 0 ? offsets[0] : 0;
   for (int64_t i = 1; i < n; i++) {
     sorted &= offsets[i - 1] <= offsets[i];
     diff |= off_key(offsets[i]) ^ off_key(offsets[0]);
+    nlate += offsets[i] < top;
+    top = offsets[i] > top ? offsets[i] : top;
   }
   if (sorted) {
     for (int64_t i = 0; i < n; i++)
       order[i] = i;
     return 0;
   }
+  if (nlate <= n / 16)
+    return sort_nearly(offsets, n, nlate, order);
   int kbits = bits_of(diff >> __builtin_ctzll(diff)); /* not sorted: diff != 0 */
   if (kbits + bits_of((uint64_t)n - 1) <= 64) {
     int ndig = (kbits + RADIX_BITS - 1) / RADIX_BITS;
@@ -247,6 +299,56 @@ dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks
 }
 
 int
+dbuf__layout_from_owned(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind, int nranks,
+                        int64_t block_size, int64_t chunk_size, int64_t size, int64_t *offsets,
+                        int64_t *range, int *owners, dbuf_layout_t **out, dbuf_diag_t *diag)
+{
+  int64_t n = dbuf_tensors_count(tensors);
+  int rc = 0;
+  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
+    rc = dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
+  else if (nranks < 1)
+    rc = dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d", nranks);
+  else if (block_size < 1)
+    rc = dbuf__diag(diag, DBUF_EINVAL, "block size must be positive, got %lld",
+                    (long long)block_size);
+  else if (size < 0)
+    rc = dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)", (long long)size);
+  else if (range[0] != 0)
+    rc = dbuf__diag(diag, DBUF_ELAYOUT, "rank 0: segment starts at %lld, not 0",
+                    (long long)range[0]);
+  else if (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1))
+    rc = dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
+                    (long long)chunk_size);
+  /* The validator works in blocks of block_size rows: a block of a tensor
+   * must have an element count (a block of an empty tensor included); a
+   * block of one row has its row's. */
+  for (int64_t i = 0; i < n && rc == 0 && block_size > 1; i++) {
+    int64_t align;
+    if (dbuf__mul(block_size, dbuf_tensors_row_elems(tensors, i), &align))
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW,
+                      "tensor %s: block size %lld x row size %lld overflows 64 bits",
+                      dbuf_tensors_name(tensors, i), (long long)block_size,
+                      (long long)dbuf_tensors_row_elems(tensors, i));
+  }
+  if (rc == 0 && owners != NULL)
+    rc = dbuf__layout_check_owners(tensors, owners, nranks, diag);
+  if (rc != 0) {
+    free(offsets);
+    free(range);
+    free(owners);
+    return rc;
+  }
+  range[nranks] = size;
+  rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
+                             dbuf__layout_chunked(kind) ? chunk_size : 0, size, offsets, range,
+                             owners, out);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
+  return 0;
+}
+
+int
 dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
                        int nranks, int64_t block_size, int64_t chunk_size,
                        int64_t size, const int64_t *offsets,
@@ -257,41 +359,8 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (tensors == NULL || out == NULL || rank_offsets == NULL ||
       (n > 0 && offsets == NULL))
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
-    return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
-  if (nranks < 1)
-    return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d",
-                      nranks);
-  if (block_size < 1)
-    return dbuf__diag(diag, DBUF_EINVAL,
-                      "block size must be positive, got %lld",
-                      (long long)block_size);
-  if (size < 0)
-    return dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)",
-                      (long long)size);
-  if (rank_offsets[0] != 0)
-    return dbuf__diag(diag, DBUF_ELAYOUT, "rank 0: segment starts at %lld, not 0",
-                      (long long)rank_offsets[0]);
-  if (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1))
-    return dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
-                      (long long)chunk_size);
-  /* The validator works in blocks of block_size rows: a block of a tensor
-   * must have an element count (a block of an empty tensor included). */
-  for (int64_t i = 0; i < n; i++) {
-    int64_t align;
-    if (dbuf__mul(block_size, dbuf_tensors_row_elems(tensors, i), &align))
-      return dbuf__diag(diag, DBUF_EOVERFLOW,
-                        "tensor %s: block size %lld x row size %lld overflows "
-                        "64 bits",
-                        dbuf_tensors_name(tensors, i), (long long)block_size,
-                        (long long)dbuf_tensors_row_elems(tensors, i));
-  }
-  int rc;
-  if (owners != NULL && (rc = dbuf__layout_check_owners(tensors, owners, nranks, diag)) != 0)
-    return rc;
-
   int64_t *off = dbuf__mallocn(n, sizeof *off);
-  int64_t *range = dbuf__mallocn((int64_t)nranks + 1, sizeof *range);
+  int64_t *range = dbuf__mallocn(nranks > 0 ? (int64_t)nranks + 1 : 1, sizeof *range);
   int *own = owners ? dbuf__mallocn(n, sizeof *own) : NULL;
   if (off == NULL || range == NULL || (owners && own == NULL)) {
     free(off);
@@ -302,16 +371,12 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   }
   if (n > 0)
     memcpy(off, offsets, (size_t)n * sizeof *off);
-  memcpy(range, rank_offsets, (size_t)nranks * sizeof *range);
-  range[nranks] = size;
+  if (nranks > 0) /* else refused below */
+    memcpy(range, rank_offsets, (size_t)nranks * sizeof *range);
   if (own)
     memcpy(own, owners, (size_t)n * sizeof *own);
-  rc = dbuf__layout_assemble(tensors, kind, nranks, block_size,
-                                 dbuf__layout_chunked(kind) ? chunk_size : 0,
-                                 size, off, range, own, out);
-  if (rc != 0)
-    return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
-  return 0;
+  return dbuf__layout_from_owned(tensors, kind, nranks, block_size, chunk_size, size, off,
+                                 range, own, out, diag);
 }
 
 int

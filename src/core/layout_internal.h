@@ -20,6 +20,10 @@ struct dbuf_layout {
   int64_t *order;         /* [n] ids sorted by (offset, id) */
   int sane; /* range runs from 0 up to size and every tensor lies inside
                [0, size): all offset arithmetic stays in [0, size] */
+  int has_digest;  /* digest is set: the layout was decoded from a message */
+  uint64_t digest; /* that message's checksum, which is dbuf_wire_digest()'s
+                      value (set by the wire decoder alone, and only for a
+                      message that is the encoder's own bytes for the layout) */
 };
 
 /* Tensor id lies inside [0, size); no sum is formed. */
@@ -74,6 +78,14 @@ int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind
                           int nranks, int64_t block_size, int64_t chunk_size,
                           int64_t size, int64_t *offsets, int64_t *range,
                           int *owners, dbuf_layout_t **out);
+
+/* dbuf_layout_from_parts() on arrays it takes (freed on failure too):
+ * offsets[n], range[nranks + 1] (range[nranks] is set to size), owners[n]
+ * or NULL.  The same checks and messages, no copies. */
+int dbuf__layout_from_owned(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind, int nranks,
+                            int64_t block_size, int64_t chunk_size, int64_t size,
+                            int64_t *offsets, int64_t *range, int *owners, dbuf_layout_t **out,
+                            dbuf_diag_t *diag);
 
 /* order[] (n ids) sorted by (keys[id], id), in O(n) passes of a radix
  * sort.  0 or DBUF_ENOMEM. */

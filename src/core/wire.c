@@ -2,6 +2,7 @@
 #include "dbuf/wire.h"
 
 #include "core_internal.h"
+#include "layout_internal.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -24,22 +25,44 @@ enum {
 };
 
 /* ------------------------------------------------------------------ */
-/* Little-endian words, byte by byte.                                  */
+/* Little-endian words.                                                */
 
-/* n little-endian bytes of v at p, and back. */
+/* n (4 or 8) little-endian bytes of v at p, and back: on a little-endian
+ * host one copy (a single load or store), elsewhere byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
 static void
 put_le(uint8_t *p, uint64_t v, int n)
 {
-  for (int i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
+  if (HOST_LE && n == 8) {
+    memcpy(p, &v, 8);
+  } else if (HOST_LE && n == 4) {
+    uint32_t x = (uint32_t)v;
+    memcpy(p, &x, 4);
+  } else {
+    for (int i = 0; i < n; i++)
+      p[i] = (uint8_t)(v >> (8 * i));
+  }
 }
 
 static uint64_t
 get_le(const uint8_t *p, int n)
 {
   uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
+  if (HOST_LE && n == 8) {
+    memcpy(&v, p, 8);
+  } else if (HOST_LE && n == 4) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    v = x;
+  } else {
+    for (int i = 0; i < n; i++)
+      v |= (uint64_t)p[i] << (8 * i);
+  }
   return v;
 }
 
@@ -122,113 +145,74 @@ w_bytes(writer_t *w, const void *src, int64_t n)
 /* ------------------------------------------------------------------ */
 /* Encoding                                                            */
 
-/* The distinct shapes of a tensor list in order of first use: an
- * open-addressing table (slot: shape index + 1) that grows with the shapes,
- * so it costs O(shapes), not O(tensors).  rep[k]: the first tensor of shape k. */
+/* The distinct shapes of a layout's tensors in order of first use, the
+ * shape table of the message, from the tensor list's own table (list shape
+ * ids are in order of first use too, but a list may hold shapes no tensor
+ * of it uses, which the message leaves out): wire[sid] is the message index
+ * of list shape sid (UINT32_MAX: unused), rep[k] the first tensor of message
+ * shape k.  O(tensors) reads of 32-bit ids, no hashing. */
 typedef struct {
-  uint32_t *slot;
-  int64_t nslots; /* a power of two > 2 nshapes */
+  uint32_t *wire;
   int64_t *rep;
-  int64_t nshapes, cap;
+  int64_t nshapes;
   int64_t dim_words; /* sum of ndim over the distinct shapes */
 } shapes_t;
-
-static int
-same_shape(const dbuf_tensors_t *t, int64_t a, int64_t b)
-{
-  int nd = dbuf_tensors_ndim(t, a);
-  return nd == dbuf_tensors_ndim(t, b) &&
-         memcmp(dbuf_tensors_dims(t, a), dbuf_tensors_dims(t, b),
-                (size_t)nd * sizeof(int64_t)) == 0;
-}
-
-static int64_t
-shape_hash(const dbuf_tensors_t *t, int64_t i)
-{
-  int nd = dbuf_tensors_ndim(t, i);
-  return (int64_t)((XXH3_64bits(dbuf_tensors_dims(t, i), (size_t)nd * sizeof(int64_t)) ^
-                    (uint64_t)nd) >> 1);
-}
-
-/* The slot of tensor i's shape: holding it, or empty. */
-static int64_t
-shapes_slot(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
-{
-  int64_t at = shape_hash(t, i) & (s->nslots - 1);
-  while (s->slot[at] != 0 && !same_shape(t, s->rep[s->slot[at] - 1], i))
-    at = (at + 1) & (s->nslots - 1);
-  return at;
-}
-
-/* The index of tensor i's shape (it is in the table). */
-static uint32_t
-shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
-{
-  return s->slot[shapes_slot(t, s, i)] - 1;
-}
 
 static void
 shapes_free(shapes_t *s)
 {
-  free(s->slot);
+  free(s->wire);
   free(s->rep);
   memset(s, 0, sizeof *s);
-}
-
-/* Double the table and place every shape again. */
-static int
-shapes_grow(const dbuf_tensors_t *t, shapes_t *s)
-{
-  int64_t cap = s->cap ? 2 * s->cap : 16;
-  int64_t *rep = dbuf__reallocn(s->rep, cap, sizeof *rep);
-  if (rep == NULL)
-    return DBUF_ENOMEM;
-  s->rep = rep;
-  s->cap = cap;
-  uint32_t *slot = dbuf__calloc(4 * cap, sizeof *slot);
-  if (slot == NULL)
-    return DBUF_ENOMEM;
-  free(s->slot);
-  s->slot = slot;
-  s->nslots = 4 * cap;
-  for (int64_t k = 0; k < s->nshapes; k++)
-    s->slot[shapes_slot(t, s, s->rep[k])] = (uint32_t)(k + 1);
-  return 0;
 }
 
 static int
 shapes_build(const dbuf_tensors_t *t, int64_t n, shapes_t *s)
 {
-  int rc = 0;
+  int64_t ns = dbuf__tensors_nshapes(t);
   memset(s, 0, sizeof *s);
   if (n > UINT32_MAX)
     return DBUF_EOVERFLOW;
-  for (int64_t i = 0; i < n && rc == 0; i++) {
-    if (s->nshapes == s->cap && (rc = shapes_grow(t, s)) != 0)
-      break;
-    int64_t at = shapes_slot(t, s, i);
-    if (s->slot[at] == 0) {
-      s->rep[s->nshapes] = i;
-      s->slot[at] = (uint32_t)++s->nshapes;
+  s->wire = dbuf__mallocn(ns, sizeof *s->wire);
+  s->rep = dbuf__mallocn(ns < n ? ns : n, sizeof *s->rep);
+  if (s->wire == NULL || s->rep == NULL) {
+    shapes_free(s);
+    return DBUF_ENOMEM;
+  }
+  if (ns > 0)
+    memset(s->wire, 0xff, (size_t)ns * sizeof *s->wire);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t sid = dbuf__tensors_shape_id(t, i);
+    if (s->wire[sid] == UINT32_MAX) {
+      s->wire[sid] = (uint32_t)s->nshapes;
+      s->rep[s->nshapes++] = i;
       s->dim_words += dbuf_tensors_ndim(t, i);
     }
   }
-  if (rc != 0)
-    shapes_free(s);
-  return rc;
+  return 0;
 }
 
-/* Bytes the name of tensor i shares with the name of tensor i - 1. */
-static int64_t
-name_prefix(const dbuf_tensors_t *t, int64_t i)
+/* The message index of tensor i's shape. */
+static uint32_t
+shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
 {
-  if (i == 0)
-    return 0;
-  const char *a = dbuf_tensors_name(t, i - 1), *b = dbuf_tensors_name(t, i);
-  int64_t k = 0;
-  while (a[k] != '\0' && a[k] == b[k])
+  return s->wire[dbuf__tensors_shape_id(t, i)];
+}
+
+/* Bytes a name of la bytes shares with the next one, of lb. */
+static uint32_t
+common_prefix(const char *a, size_t la, const char *b, size_t lb)
+{
+  size_t k = 0, m = la < lb ? la : lb;
+  for (uint64_t x, y; k + 8 <= m; k += 8) { /* 8 bytes a step, then byte by byte */
+    memcpy(&x, a + k, 8);
+    memcpy(&y, b + k, 8);
+    if (x != y)
+      break;
+  }
+  while (k < m && a[k] == b[k])
     k++;
-  return k;
+  return (uint32_t)k; /* names of a message are shorter than 2^32 bytes */
 }
 
 /*
@@ -245,16 +229,28 @@ names_budget(int64_t msg_bytes)
                                                             : 64 * msg_bytes + ((int64_t)64 << 20);
 }
 
-/* A layout ready to be written: its shapes, section payloads and length. */
+/* A layout ready to be written: its shapes, name prefixes, section
+ * payloads and length. */
 typedef struct {
   const dbuf_layout_t *l;
   shapes_t s;
+  uint32_t *pre; /* [n] bytes each name shares with the previous one */
+  uint32_t *suf; /* [n] and the bytes it adds */
   int64_t sec[SEC_COUNT]; /* payload bytes of each section */
   int nsec;
   int64_t total;
 } prepared_t;
 
-/* The shapes and every length; every sum checked. */
+static void
+prepared_free(prepared_t *m)
+{
+  shapes_free(&m->s);
+  free(m->pre);
+  free(m->suf);
+  m->pre = m->suf = NULL;
+}
+
+/* The shapes, the name prefixes and every length; every sum checked. */
 static int
 prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
 {
@@ -266,11 +262,29 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   if ((rc = shapes_build(t, n, &m->s)) != 0)
     return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
                       (long long)n);
+  m->pre = dbuf__mallocn(n, sizeof *m->pre);
+  m->suf = dbuf__mallocn(n, sizeof *m->suf);
+  if (m->pre == NULL || m->suf == NULL) {
+    prepared_free(m);
+    return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory for the names of %lld tensors",
+                      (long long)n);
+  }
+  const char *prev = "";
+  size_t plen = 0;
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    int64_t len = (int64_t)strlen(dbuf_tensors_name(t, i));
-    rc = len > UINT32_MAX ? DBUF_EOVERFLOW : dbuf__add(names, len - name_prefix(t, i), &names);
+    const char *name = dbuf_tensors_name(t, i);
+    size_t len = dbuf__tensors_name_len(t, i);
+    if (len > UINT32_MAX) {
+      rc = DBUF_EOVERFLOW;
+      break;
+    }
+    m->pre[i] = common_prefix(prev, plen, name, len);
+    m->suf[i] = (uint32_t)len - m->pre[i];
+    rc = dbuf__add(names, m->suf[i], &names);
     if (rc == 0)
-      rc = dbuf__add(full, len, &full);
+      rc = dbuf__add(full, (int64_t)len, &full);
+    prev = name;
+    plen = len;
   }
   m->sec[SEC_SHAPES] = 4 * m->s.nshapes + 8 * m->s.dim_words; /* <= 132 n */
   m->sec[SEC_TENSORS] = RECORD_BYTES * n;                      /* n < 2^32 */
@@ -286,12 +300,12 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   if (rc == 0 && (uint64_t)total > SIZE_MAX)
     rc = DBUF_EOVERFLOW;
   if (rc != 0) {
-    shapes_free(&m->s);
+    prepared_free(m);
     return dbuf__diag(diag, DBUF_EOVERFLOW, "layout of %lld tensors is too large to serialize",
                       (long long)n);
   }
   if (full > names_budget(total)) {
-    shapes_free(&m->s);
+    prepared_free(m);
     return dbuf__diag(diag, DBUF_EOVERFLOW,
                       "wire: the %lld tensor names (%lld bytes) share so much that they exceed "
                       "64 times the %lld-byte message the wire format allows",
@@ -343,18 +357,15 @@ write_message(const prepared_t *m, writer_t *w)
   w_u64(w, SEC_TENSORS);
   w_i64(w, m->sec[SEC_TENSORS]);
   for (int64_t i = 0; i < n; i++) {
-    int64_t pre = name_prefix(t, i), len = (int64_t)strlen(dbuf_tensors_name(t, i));
     w_u32(w, shapes_index(t, &m->s, i));
-    w_u32(w, (uint32_t)pre);
-    w_u32(w, (uint32_t)(len - pre));
+    w_u32(w, m->pre[i]);
+    w_u32(w, m->suf[i]);
     w_u32(w, 0); /* flags */
   }
   w_u64(w, SEC_NAMES);
   w_i64(w, m->sec[SEC_NAMES]);
-  for (int64_t i = 0; i < n; i++) {
-    const char *name = dbuf_tensors_name(t, i) + name_prefix(t, i);
-    w_bytes(w, name, (int64_t)strlen(name));
-  }
+  for (int64_t i = 0; i < n; i++)
+    w_bytes(w, dbuf_tensors_name(t, i) + m->pre[i], m->suf[i]);
   w_u64(w, SEC_OFFSETS);
   w_i64(w, m->sec[SEC_OFFSETS]);
   for (int64_t i = 0; i < n; i++)
@@ -392,15 +403,15 @@ dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
-  uint8_t *p = malloc((size_t)m.total);
+  uint8_t *p = dbuf__mallocn(m.total, 1);
   if (p == NULL) {
-    shapes_free(&m.s);
+    prepared_free(&m);
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                       (long long)m.total);
   }
   writer_t w = {p, 0, NULL, 0};
   write_message(&m, &w);
-  shapes_free(&m.s);
+  prepared_free(&m);
   if (w.pos != m.total) { /* a bug in prepare(), never input */
     free(p);
     return dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
@@ -488,6 +499,8 @@ typedef struct {
   int64_t at[SEC_COUNT], len[SEC_COUNT]; /* payload of each known section */
   int seen;                              /* bit per section tag */
   int64_t bytes;                         /* the whole message */
+  int canonical; /* so far, the bytes dbuf_wire_encode() writes for the
+                    layout decoded: its checksum is the layout's digest */
 } msg_t;
 
 /* The header words after the envelope (byte map in dbuf/wire.h). */
@@ -506,6 +519,7 @@ read_header(const uint8_t *p, msg_t *m, dbuf_diag_t *diag)
   m->rec = get_u64(p + 104);
   if (hdr != DBUF_WIRE_HEADER_BYTES || lflags != 0 || get_u64(p + 112) != 0)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown header fields");
+  m->canonical &= m->rec == RECORD_BYTES;
   if (m->rec < RECORD_BYTES || m->rec > RECORD_MAX)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor records of %llu bytes (%d to %d)",
                       (unsigned long long)m->rec, RECORD_BYTES, RECORD_MAX);
@@ -536,6 +550,7 @@ find_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
         plen > r.end - r.pos)
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
                         (unsigned long long)s);
+    m->canonical &= tag == SEC_SHAPES + s; /* tag order, nothing optional */
     if (tag < SEC_OPTIONAL) {
       if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
         return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
@@ -568,11 +583,13 @@ sized(const msg_t *m, int tag, int64_t count, int64_t size, const char *what,
   return 0;
 }
 
-/* Start offset of each shape in SHAPES (one pass, every ndim checked). */
+/* The shapes of SHAPES decoded once (one pass, every ndim checked): shape k
+ * at sd[at[k]]: its ndim, then its dims.  sd has room for the section's
+ * words plus one per shape. */
 static int
-read_shapes(const uint8_t *p, const msg_t *m, int64_t *shape_at, dbuf_diag_t *diag)
+read_shapes(const uint8_t *p, const msg_t *m, int64_t *at, int64_t *sd, dbuf_diag_t *diag)
 {
-  int64_t pos = m->at[SEC_SHAPES], end = pos + m->len[SEC_SHAPES];
+  int64_t pos = m->at[SEC_SHAPES], end = pos + m->len[SEC_SHAPES], w = 0;
   for (int64_t k = 0; k < m->nshapes; k++) {
     if (end - pos < 4)
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: shape %lld of %lld is truncated",
@@ -581,7 +598,10 @@ read_shapes(const uint8_t *p, const msg_t *m, int64_t *shape_at, dbuf_diag_t *di
     if (nd < 1 || nd > DBUF_MAX_DIMS || (end - pos - 4) / 8 < nd)
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: shape %lld: %u dims (1 to %d, in the "
                         "section)", (long long)k, nd, DBUF_MAX_DIMS);
-    shape_at[k] = pos;
+    at[k] = w;
+    sd[w++] = nd;
+    for (uint32_t d = 0; d < nd; d++)
+      sd[w++] = (int64_t)get_u64(p + pos + 4 + 8 * (int64_t)d);
     pos += 4 + 8 * (int64_t)nd;
   }
   if (pos != end)
@@ -590,25 +610,30 @@ read_shapes(const uint8_t *p, const msg_t *m, int64_t *shape_at, dbuf_diag_t *di
   return 0;
 }
 
-/* The tensor list: records, names and shapes.  One list with its arrays
- * reserved up front and one name buffer: no allocation per tensor. */
+/* The tensor list: records, names and shapes (sd, at: read_shapes()).  One
+ * list with its arrays reserved up front, added to in bulk, and one name
+ * buffer: no allocation per tensor, one pass over the names for duplicates.
+ * Clears m->canonical unless the shapes come in order of first use, each
+ * once, and every name prefix is the longest one. */
 static int
-read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
+read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
              dbuf_tensors_t **out, dbuf_diag_t *diag)
 {
   dbuf_tensors_t *t = NULL;
   char *name = NULL;
   int64_t cap = 0, len = 0, npos = m->at[SEC_NAMES], nend = npos + m->len[SEC_NAMES];
-  int64_t full = 0, budget = names_budget(m->bytes);
+  int64_t full = 0, budget = names_budget(m->bytes), next_shape = 0;
+  /* The first NUL byte of the names section (or its end): one scan, not one a name. */
+  const uint8_t *z = memchr(p + npos, '\0', (size_t)(nend - npos));
+  int64_t nul = z != NULL ? z - p : nend;
   int rc;
-  if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf_tensors_reserve(t, m->n)) != 0) {
+  if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf__tensors_bulk_begin(t, m->n)) != 0) {
     dbuf_tensors_destroy(t);
     return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
   }
   for (int64_t i = 0; i < m->n && rc == 0; i++) {
     const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
     uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
-    int64_t dims[DBUF_MAX_DIMS];
     dbuf_diag_t d;
     if (sh >= m->nshapes || fl != 0 || pre > len || (int64_t)suf > nend - npos ||
         (int64_t)pre + suf < 1) {
@@ -620,11 +645,16 @@ read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
                                                    : "empty name");
       break;
     }
-    if (memchr(p + npos, '\0', suf) != NULL) {
+    if (nul < npos + (int64_t)suf) { /* nul >= npos: names are read in order */
       rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL byte in the name",
                       (long long)i);
       break;
     }
+    /* The encoder shares all it can with the previous name, and numbers
+     * the shapes as they first appear. */
+    if ((pre < len && suf > 0 && (uint8_t)name[pre] == p[npos]) || sh > next_shape)
+      m->canonical = 0;
+    next_shape += sh == next_shape;
     len = (int64_t)pre + suf;
     if (__builtin_add_overflow(full, len, &full) || full > budget) {
       rc = dbuf__diag(diag, DBUF_EFORMAT,
@@ -647,25 +677,29 @@ read_tensors(const uint8_t *p, const msg_t *m, const int64_t *shape_at,
     memcpy(name + pre, p + npos, suf);
     name[len] = '\0';
     npos += suf;
-    uint32_t nd = get_u32(p + shape_at[sh]);
-    for (uint32_t k = 0; k < nd; k++)
-      dims[k] = (int64_t)get_u64(p + shape_at[sh] + 4 + 8 * (int64_t)k);
+    const int64_t *shape = sd + at[sh];
     dbuf_diag_clear(&d);
-    if ((rc = dbuf_tensors_add(t, name, (int)nd, dims, &d)) != 0)
+    if ((rc = dbuf__tensors_add_bulk(t, name, (size_t)len, (int)shape[0], shape + 1, &d)) != 0)
       rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
   }
   if (rc == 0 && npos != nend)
     rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the names",
                     (long long)(nend - npos));
   free(name);
+  /* A duplicate name fails with the adds' message.  Most receivers never
+   * look a name up: the list stays unindexed until the first lookup. */
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  if (rc == 0 && (rc = dbuf__tensors_bulk_end(t, 1, &d)) != 0)
+    rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
   if (rc != 0) {
     dbuf_tensors_destroy(t);
     return rc;
   }
-  /* The adds proved the names distinct (a duplicate fails above with the
-   * adds' message); most receivers never look a name up, so the index goes
-   * until the first lookup builds it again. */
   dbuf__tensors_index_drop(t);
+  /* Every shape used, and no two equal (the list keeps each once). */
+  if (next_shape != m->nshapes || dbuf__tensors_nshapes(t) != m->nshapes)
+    m->canonical = 0;
   *out = t;
   return 0;
 }
@@ -685,7 +719,7 @@ static int
 assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   dbuf_tensors_t *t = NULL;
-  int64_t *shape_at = NULL, *offsets = NULL, *range = NULL;
+  int64_t *shape_at = NULL, *sd = NULL, *offsets = NULL, *range = NULL;
   int *owners = NULL;
   int rc;
   int has_own = (m->seen & (1 << SEC_OWNERS)) != 0;
@@ -698,17 +732,24 @@ assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld shapes do not fit a %lld-byte section",
                       (long long)m->nshapes, (long long)m->len[SEC_SHAPES]);
   shape_at = dbuf__mallocn(m->nshapes, sizeof *shape_at);
+  sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof *sd);
+  if (shape_at == NULL || sd == NULL) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+    goto out;
+  }
+  if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0 ||
+      (rc = read_tensors(p, m, shape_at, sd, &t, diag)) != 0)
+    goto out;
+  /* The per-tensor words once the tensor list (and its passing name
+   * index) is done: a lower peak. */
   offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
   range = read_words(p + m->at[SEC_RANGE], m->nranks + 1);
   if (has_own)
     owners = dbuf__mallocn(m->n, sizeof *owners);
-  if (shape_at == NULL || offsets == NULL || range == NULL || (has_own && owners == NULL)) {
+  if (offsets == NULL || range == NULL || (has_own && owners == NULL)) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
     goto out;
   }
-  if ((rc = read_shapes(p, m, shape_at, diag)) != 0 ||
-      (rc = read_tensors(p, m, shape_at, &t, diag)) != 0)
-    goto out;
   if (range[m->nranks] != m->size) {
     rc = dbuf__diag(diag, DBUF_ELAYOUT, "wire: range ends at %lld, size is %lld",
                     (long long)range[m->nranks], (long long)m->size);
@@ -723,11 +764,20 @@ assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
     }
     owners[i] = (int)o;
   }
-  rc = dbuf_layout_from_parts(t, (dbuf_layout_kind_t)m->kind, (int)m->nranks, m->block,
-                              m->chunk, m->size, offsets, range, owners, out, diag);
+  /* The arrays go to the layout as they are. */
+  rc = dbuf__layout_from_owned(t, (dbuf_layout_kind_t)m->kind, (int)m->nranks, m->block,
+                               m->chunk, m->size, offsets, range, owners, out, diag);
+  offsets = range = NULL;
+  owners = NULL;
+  /* The layout keeps a chunk size for the chunked kinds only. */
+  if (rc == 0 && m->canonical && (dbuf__layout_chunked((*out)->kind) || m->chunk == 0)) {
+    (*out)->digest = get_u64(p + m->bytes - 8);
+    (*out)->has_digest = 1;
+  }
 out:
   dbuf_tensors_destroy(t);
   free(shape_at);
+  free(sd);
   free(offsets);
   free(range);
   free(owners);
@@ -748,6 +798,7 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
     return rc;
   memset(&m, 0, sizeof m);
   m.bytes = len;
+  m.canonical = 1;
   if ((rc = read_header(p, &m, diag)) == 0 && (rc = find_sections(p, len, &m, diag)) == 0)
     rc = assemble(p, &m, out, diag);
   return rc;
@@ -760,6 +811,10 @@ dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
   int rc;
   if (l == NULL || digest == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (l->has_digest) { /* decoded from the encoder's own bytes: their checksum */
+    *digest = l->digest;
+    return 0;
+  }
   if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
   /* The message is hashed as it is written, a window at a time: the
@@ -775,7 +830,7 @@ dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
   }
   XXH3_freeState(st);
   free(win);
-  shapes_free(&m.s);
+  prepared_free(&m);
   return rc;
 }
 
@@ -792,7 +847,7 @@ static void
 free_prepared(prepared_t *m, int64_t n)
 {
   for (int64_t i = 0; m != NULL && i < n; i++)
-    shapes_free(&m[i].s);
+    prepared_free(&m[i]);
   free(m);
 }
 
@@ -824,7 +879,7 @@ dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_
                       (long long)nb);
     }
   }
-  uint8_t *out = rc == 0 ? malloc((size_t)total) : NULL;
+  uint8_t *out = rc == 0 ? dbuf__mallocn(total, 1) : NULL;
   if (rc == 0 && out == NULL)
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                     (long long)total);
