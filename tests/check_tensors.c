@@ -248,6 +248,53 @@ START_TEST(test_bulk_errors)
 }
 END_TEST
 
+/* Bulk adds through a shape cache: the list is the one plain bulk adds make
+ * (ids of shapes, totals), a cached shape still gets the name check and
+ * the total's overflow check, with the same messages. */
+START_TEST(test_bulk_as)
+{
+  dbuf_tensors_t *t;
+  dbuf_diag_t d;
+  char name[64];
+  int64_t sid[N / 2 + 5], big[2] = {INT64_C(1) << 60, 2};
+  for (size_t k = 0; k < sizeof sid / sizeof sid[0]; k++)
+    sid[k] = -1;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, N), 0);
+  for (int64_t i = 0; i < N; i++) {
+    int64_t dims[2] = {i % 2 ? i : i % 5 + 1, 4};
+    /* message shape k: the 2-D shapes 0..4, the 1-D ones 5.. */
+    int64_t k = i % 2 ? 5 + i / 2 : i % 5;
+    name_of(i, name, sizeof name);
+    ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, name, strlen(name), i % 2 ? 1 : 2, dims,
+                                               &sid[k], NULL),
+                     0);
+    ck_assert_int_eq(sid[k], dbuf__tensors_shape_id(t, i));
+  }
+  ck_assert_int_eq(dbuf__tensors_bulk_end(t, 1, NULL), 0);
+  check_list(t);
+  ck_assert_int_eq(dbuf_tensors_total(t), want_total());
+  ck_assert_int_eq(dbuf__tensors_nshapes(t), 5 + N / 2);
+  dbuf_tensors_destroy(t);
+
+  int64_t s = -1;
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  ck_assert_int_eq(dbuf__tensors_bulk_begin(t, 4), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, "a", 1, 2, big, &s, NULL), 0);
+  ck_assert_int_eq(s, 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, "b\x01", 2, 2, big, &s, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor 1: name 'b\\x01' is empty, not UTF-8, or has spaces or control "
+                          "characters");
+  ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, "b", 1, 2, big, &s, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, "c", 1, 2, big, &s, NULL), 0);
+  ck_assert_int_eq(dbuf__tensors_add_bulk_as(t, "d", 1, 2, big, &s, &d), DBUF_EOVERFLOW);
+  ck_assert_str_eq(d.msg, "tensor d: total element count of the list overflows 64 bits");
+  ck_assert_int_eq(dbuf_tensors_count(t), 3);
+  ck_assert_int_eq(dbuf_tensors_total(t), 3 * (INT64_C(1) << 61));
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* Names are checked 8 bytes at a time: a bad byte at any place of a long
  * name is still refused, and good UTF-8 still passes. */
 START_TEST(test_name_bytes)
@@ -308,6 +355,7 @@ main(void)
   tcase_add_test(tc, test_lazy_index_threads);
   tcase_add_test(tc, test_bulk);
   tcase_add_test(tc, test_bulk_errors);
+  tcase_add_test(tc, test_bulk_as);
   tcase_add_test(tc, test_name_bytes);
   tcase_add_test(tc, test_reserve_names);
   suite_add_tcase(s, tc);

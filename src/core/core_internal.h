@@ -158,6 +158,12 @@ int dbuf__tensors_bulk_begin(struct dbuf_tensors *t, int64_t n);
 int dbuf__tensors_add_bulk(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
                            const int64_t *dims, dbuf_diag_t *diag);
 int dbuf__tensors_bulk_end(struct dbuf_tensors *t, int check, dbuf_diag_t *diag);
+/* dbuf__tensors_add_bulk() for a reader whose tensors share few shapes:
+ * *sid < 0 (a shape not seen yet) adds as it does and sets *sid to the
+ * list's id of the shape; a later tensor of the same shape passes that id
+ * back and skips the shape's checks and lookup (same messages, same list). */
+int dbuf__tensors_add_bulk_as(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
+                              const int64_t *dims, int64_t *sid, dbuf_diag_t *diag);
 /* Room for bytes more bytes of names (NULs included) so that the name
  * block is never copied as it grows; dbuf__tensors_trim() gives back what
  * was not used.  0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_ENOMEM. */

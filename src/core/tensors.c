@@ -662,13 +662,11 @@ dbuf__tensors_bulk_begin(dbuf_tensors_t *t, int64_t n)
   return rc;
 }
 
-int
-dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
-                       const int64_t *dims, dbuf_diag_t *diag)
+/* What every bulk add checks first: arguments, an unindexed list, the name. */
+static int
+bulk_guard(const dbuf_tensors_t *t, const char *name, size_t len, dbuf_diag_t *diag)
 {
-  int64_t row, total;
-  int rc;
-  if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
+  if (t == NULL || name == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   /* an index of its own, or one a lookup built and shares: a bulk add
    * would leave the name out of it */
@@ -679,9 +677,50 @@ dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim
                       "tensor %lld: name '%s' is empty, not UTF-8, or has "
                       "spaces or control characters",
                       (long long)t->n, name);
-  if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
+  return 0;
+}
+
+int
+dbuf__tensors_add_bulk(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
+                       const int64_t *dims, dbuf_diag_t *diag)
+{
+  int64_t row, total;
+  int rc;
+  if (ndim > 0 && dims == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if ((rc = bulk_guard(t, name, len, diag)) != 0 ||
+      (rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
     return rc;
   return add_checked(t, name, len, ndim, dims, row, shape_hash(dims, ndim), total, NULL, diag);
+}
+
+int
+dbuf__tensors_add_bulk_as(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
+                          const int64_t *dims, int64_t *sid, dbuf_diag_t *diag)
+{
+  int64_t total, id;
+  int rc;
+  if (sid == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  if (*sid < 0 || *sid >= (t != NULL ? t->nshapes : 0)) {
+    if ((rc = dbuf__tensors_add_bulk(t, name, len, ndim, dims, diag)) == 0)
+      *sid = t->shape[t->n - 1];
+    return rc;
+  }
+  /* the shape was checked when it came first: only the total is new */
+  const shape_t *s = &t->shapes[*sid];
+  if ((rc = bulk_guard(t, name, len, diag)) != 0 ||
+      (rc = check_total(t, name, t->dims[s->at] * s->row_elems, &total, diag)) != 0)
+    return rc;
+  if ((rc = unshare(t)) != 0 || (rc = grow_arrays(t, t->n + 1, 0)) != 0 ||
+      (rc = dbuf__strmap_append(&t->names, name, len, &id)) != 0)
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  assert(id == t->n);
+  t->shape[id] = (uint32_t)*sid;
+  t->dtype[id] = DBUF_DTYPE_NONE;
+  t->total = total;
+  t->n++;
+  return 0;
 }
 
 int

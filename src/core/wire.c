@@ -627,10 +627,17 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
   const uint8_t *z = memchr(p + npos, '\0', (size_t)(nend - npos));
   int64_t nul = z != NULL ? z - p : nend;
   int rc;
-  if ((rc = dbuf_tensors_create(&t)) != 0 || (rc = dbuf__tensors_bulk_begin(t, m->n)) != 0) {
+  /* the list's id of each message shape, once a tensor has used it */
+  int64_t *sid = dbuf__mallocn(m->nshapes, sizeof *sid);
+  if (sid == NULL || (rc = dbuf_tensors_create(&t)) != 0 ||
+      (rc = dbuf__tensors_bulk_begin(t, m->n)) != 0) {
+    free(sid);
     dbuf_tensors_destroy(t);
-    return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
+    return dbuf__diag(diag, sid == NULL ? DBUF_ENOMEM : rc, "wire: %s",
+                      dbuf_strerror(sid == NULL ? DBUF_ENOMEM : rc));
   }
+  for (int64_t k = 0; k < m->nshapes; k++)
+    sid[k] = -1;
   for (int64_t i = 0; i < m->n && rc == 0; i++) {
     const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
     uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
@@ -679,13 +686,15 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
     npos += suf;
     const int64_t *shape = sd + at[sh];
     dbuf_diag_clear(&d);
-    if ((rc = dbuf__tensors_add_bulk(t, name, (size_t)len, (int)shape[0], shape + 1, &d)) != 0)
+    if ((rc = dbuf__tensors_add_bulk_as(t, name, (size_t)len, (int)shape[0], shape + 1,
+                                        &sid[sh], &d)) != 0)
       rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
   }
   if (rc == 0 && npos != nend)
     rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the names",
                     (long long)(nend - npos));
   free(name);
+  free(sid);
   /* A duplicate name fails with the adds' message.  Most receivers never
    * look a name up: the list stays unindexed until the first lookup. */
   dbuf_diag_t d;
