@@ -638,6 +638,15 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
   }
   for (int64_t k = 0; k < m->nshapes; k++)
     sid[k] = -1;
+  /* The names' bytes, reserved at once: the name block is not copied as it
+   * grows (a bad record is named by the loop below; then nothing is kept). */
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < m->n && bytes <= budget; i++) {
+    const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
+    bytes += (int64_t)get_u32(r + 4) + get_u32(r + 8) + 1; /* < 2^34 a record */
+  }
+  if (bytes <= budget)
+    (void)dbuf__tensors_reserve_names(t, bytes); /* a failure shows in the adds */
   for (int64_t i = 0; i < m->n && rc == 0; i++) {
     const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
     uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
