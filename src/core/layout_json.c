@@ -138,7 +138,7 @@ tensor_lines(dbuf__sb_t *b, const dbuf_layout_t *l, int64_t from, int64_t to, in
  * thread; memory stays two blocks' text.  Lists under JSON_PAR_MIN
  * tensors, or a thread that cannot start, take the one-thread loop.
  */
-#define JSON_BLOCK ((int64_t)8192)
+#define JSON_BLOCK ((int64_t)4096)
 #define JSON_PAR_MIN ((int64_t)65536)
 
 typedef struct {
