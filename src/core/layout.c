@@ -293,7 +293,8 @@ dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks
                           dbuf_diag_t *diag)
 {
   int rc = 0;
-  for (int64_t i = 0; i < dbuf_tensors_count(t) && rc == 0; i++)
+  int64_t n = dbuf_tensors_count(t);
+  for (int64_t i = 0; i < n && rc == 0; i++)
     rc = dbuf_layout_check_owner(t, i, owners[i], nranks, diag);
   return rc;
 }

@@ -297,15 +297,16 @@ dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t
   if (dbuf_dtype_size(dtype) == 0)
     return dbuf__diag(diag, DBUF_EINVAL, "plan: default dtype %s has no byte size",
                       dbuf_dtype_name(dtype));
-  for (int64_t i = 0; i < dbuf_tensors_count(t); i++) {
+  int64_t n = dbuf_tensors_count(t);
+  for (int64_t i = 0; i < n; i++) {
     dbuf_dtype_t d = dbuf_tensors_dtype(t, i);
     if (d != DBUF_DTYPE_NONE && dbuf_dtype_size(d) == 0)
       return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: dtype %s has no byte size",
                         dbuf_tensors_name(t, i), dbuf_dtype_name(d));
   }
-  if (units != NULL && dbuf_units_count(units) < 1 && dbuf_tensors_count(t) > 0)
+  if (units != NULL && dbuf_units_count(units) < 1 && n > 0)
     return dbuf__diag(diag, DBUF_EINVAL, "plan: units of another model");
-  for (int64_t i = 0; units != NULL && i < dbuf_tensors_count(t); i++) {
+  for (int64_t i = 0; units != NULL && i < n; i++) {
     if (dbuf_units_of(units, i) < 0)
       return dbuf__diag(diag, DBUF_EINVAL, "plan: units of another model (tensor %s)",
                         dbuf_tensors_name(t, i));
