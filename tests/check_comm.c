@@ -637,6 +637,36 @@ START_TEST(test_global_args)
 }
 END_TEST
 
+/* Ranks in different collective calls by mistake: every entry point
+ * starts with the same agreement of its arguments, so each rank returns an
+ * error instead of hanging or aborting (a bare barrier first hung here, a
+ * reduction of another length aborted in MPI). */
+START_TEST(test_mismatched_calls)
+{
+  dbuf_comm_t *c = world();
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_UNPADDED, size), *got = NULL;
+  dbuf_diag_t d;
+  dbuf_verdict_t v;
+  dbuf_diag_clear(&d);
+  if (size > 1) {
+    int rc = rank == 0 ? dbuf_comm_bcast_layout(c, 0, NULL, l, size, &got, NULL, &d)
+                       : dbuf_comm_verify_structure(c, l, 0, 0, 0, &v);
+    ALL_TRUE(rc != 0);
+    ALL_TRUE(got == NULL);
+    const char *n[1] = {"x"}, *val[1] = {"y"};
+    rc = rank == 0 ? dbuf_comm_check_equal(c, 1, n, val, &d)
+                   : dbuf_comm_bcast_layout(c, 0, NULL, NULL, size, &got, NULL, &d);
+    ALL_TRUE(rc != 0);
+    ALL_TRUE(got == NULL);
+  }
+  /* and the ranks are in step again */
+  ALL_INT_EQ(dbuf_comm_bcast_layout(c, 0, NULL, rank == 0 ? l : NULL, size, &got, NULL, &d), 0);
+  dbuf_layout_destroy(got);
+  dbuf_layout_destroy(l);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
 /* Values as text (options): the first that differs, rank 0's and the other. */
 START_TEST(test_check_equal)
 {
@@ -756,6 +786,7 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_null_outputs_agreed);
   tcase_add_test(tc, test_global_args);
   tcase_add_test(tc, test_check_equal);
+  tcase_add_test(tc, test_mismatched_calls);
   tcase_add_test(tc, test_null_context);
   tcase_add_test(tc, test_bcast_positive_status);
   suite_add_tcase(s, tc);

@@ -8,6 +8,7 @@
 #include "dbuf/tensors.h"
 
 #include <check.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -593,6 +594,22 @@ START_TEST(test_validate_broken)
                    0);
   ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, NULL), 0);
   dbuf_layout_destroy(l);
+  /* Bad scalars are refused before the parts are copied: a rank count of
+   * INT_MAX must not size the copy of a 5-word rank array (it read past it). */
+  dbuf_diag_t e;
+  l = NULL;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, (dbuf_layout_kind_t)99, INT_MAX, 1, 12, 60, good,
+                                          ranks5, NULL, &l, &e),
+                   DBUF_EINVAL);
+  ck_assert_str_eq(e.msg, "unknown layout kind 99");
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_PADDED, INT_MAX, 0, 12, 60, good,
+                                          ranks5, NULL, &l, &e),
+                   DBUF_EINVAL);
+  ck_assert_str_eq(e.msg, "block size must be positive, got 0");
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_PADDED, INT_MAX, 1, 12, -1, good,
+                                          ranks5, NULL, &l, &e),
+                   DBUF_ELAYOUT);
+  ck_assert_ptr_null(l);
   dbuf_tensors_destroy(t);
 
   int64_t overlap[5] = {0, 12, 28, 28, 48}; /* P2 [28, 44) overlaps P3 [28, 30) */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Room for one value in a message (longer values are cut). */
 #define VALUE_LEN 160
@@ -32,11 +33,44 @@ min_max(dbuf_comm_t *ctx, int64_t *v, int n)
    * one of the values that may differ. */
   if (n > INT_MAX / 2)
     return DBUF_EOVERFLOW;
-  if (MPI_Allreduce(MPI_IN_PLACE, v, 2 * n, MPI_INT64_T, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+  MPI_Request req;
+  if (MPI_Iallreduce(MPI_IN_PLACE, v, 2 * n, MPI_INT64_T, MPI_MIN, ctx->comm, &req) !=
+          MPI_SUCCESS ||
+      dbuf__comm_wait(&req) != 0)
     return DBUF_EMPI;
   for (int i = 0; i < n; i++)
     v[n + i] = ~v[n + i];
   return 0;
+}
+
+/* Spin this long on a request before sleeping between looks, and sleep
+ * this long between them. */
+#define WAIT_SPIN_NS 100000L
+#define WAIT_SLEEP_NS 200000L
+
+static int64_t
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int
+dbuf__comm_wait(MPI_Request *req)
+{
+  int64_t t0 = now_ns();
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return DBUF_EMPI;
+    if (done)
+      return 0;
+    if (now_ns() - t0 > WAIT_SPIN_NS) {
+      struct timespec ts = {0, WAIT_SLEEP_NS};
+      nanosleep(&ts, NULL);
+    }
+  }
 }
 
 int
@@ -48,24 +82,33 @@ dbuf__comm_check_args(dbuf_comm_t *ctx, int local_ok, int n, const int64_t *glob
   int64_t w[2 * (1 + DBUF__ARGS_MAX)];
   if (n < 0 || n > DBUF__ARGS_MAX)
     return DBUF_EINVAL; /* a bug of the caller inside this library */
+  /* Every call reduces the same count (unused values 0), so that ranks that
+   * enter different collectives by mistake find values that differ, not a
+   * truncated reduction. */
+  const int m = DBUF__ARGS_MAX;
   w[0] = local_ok ? INT64_MAX : ctx->rank;
-  for (int i = 0; i < n; i++)
-    w[1 + i] = global[i];
-  int rc = min_max(ctx, w, 1 + n);
-  if (rc != 0)
+  for (int i = 0; i < m; i++)
+    w[1 + i] = i < n ? global[i] : 0;
+  int rc = min_max(ctx, w, 1 + m);
+  if (rc != 0) {
+    if (msg != NULL)
+      snprintf(msg, msg_len, "agreeing on the arguments: %s", dbuf_strerror(rc));
     return rc;
+  }
   if (w[0] != INT64_MAX) {
     if (msg != NULL)
       snprintf(msg, msg_len, "rank %" PRId64 ": invalid argument", w[0]);
     return DBUF_EINVAL;
   }
-  for (int i = 0; i < n; i++) {
-    if (w[1 + i] != w[1 + n + 1 + i]) {
-      if (msg != NULL)
+  for (int i = 0; i < m; i++) {
+    if (w[1 + i] != w[1 + m + 1 + i]) {
+      if (msg != NULL && i < n)
         snprintf(msg, msg_len,
                  "argument %s differs between ranks (from %" PRId64 " to %" PRId64
                  "); it must be the same on every rank",
-                 names[i], w[1 + i], w[1 + n + 1 + i]);
+                 names[i], w[1 + i], w[1 + m + 1 + i]);
+      else if (msg != NULL)
+        snprintf(msg, msg_len, "the ranks are in different collective calls");
       return DBUF_EMISMATCH;
     }
   }

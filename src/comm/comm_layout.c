@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Agree on a local code without a message (used where the message follows). */
 static int
@@ -25,33 +24,6 @@ agree_rc(dbuf_comm_t *ctx, int local_rc)
  * otherwise every rank returns the same code with diag filled. */
 typedef int (*encode_fn)(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag);
 
-/* How long a rank waiting for rank 0 sleeps between two looks. */
-#define WAIT_NS 200000L
-
-/*
- * Every rank waits here until rank 0 has come (it plans first) without
- * spinning: a blocking collective of Open MPI polls a core at 100% while it
- * waits, and on a node where the ranks share cores that core is the one
- * rank 0's reader thread would plan on.  A non-blocking barrier tested
- * every WAIT_NS costs at most that much latency.  0 or DBUF_EMPI.
- */
-static int
-wait_for_root(dbuf_comm_t *ctx)
-{
-  MPI_Request req;
-  int done = 0;
-  if (MPI_Ibarrier(ctx->comm, &req) != MPI_SUCCESS)
-    return DBUF_EMPI;
-  for (;;) {
-    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return DBUF_EMPI;
-    if (done)
-      return 0;
-    struct timespec ts = {0, WAIT_NS};
-    nanosleep(&ts, NULL);
-  }
-}
-
 static int
 bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
               const char *what, encode_fn encode, int out_ok, int64_t nranks_expected, void **msg,
@@ -65,8 +37,6 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
   if (ctx == NULL)
     return DBUF_EINVAL;
   dbuf_diag_clear(&local);
-  if (wait_for_root(ctx) != 0)
-    return DBUF_EMPI;
   int64_t global[2] = {nranks_expected, ctx->chunk};
   rc = dbuf__comm_check_args(ctx, out_ok && msg != NULL && nranks_expected >= 0, 2, global,
                              (const char *const[]){"nranks_expected", "chunk size"}, local.msg,

@@ -299,26 +299,34 @@ dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks
   return rc;
 }
 
+/* The parts' scalars: 0 or the code, diag filled. */
+static int
+check_scalars(dbuf_layout_kind_t kind, int nranks, int64_t block_size, int64_t size,
+              dbuf_diag_t *diag)
+{
+  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
+    return dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
+  if (nranks < 1)
+    return dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d", nranks);
+  if (block_size < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "block size must be positive, got %lld",
+                      (long long)block_size);
+  if (size < 0)
+    return dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)", (long long)size);
+  return 0;
+}
+
 int
 dbuf__layout_from_owned(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind, int nranks,
                         int64_t block_size, int64_t chunk_size, int64_t size, int64_t *offsets,
                         int64_t *range, int *owners, dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   int64_t n = dbuf_tensors_count(tensors);
-  int rc = 0;
-  if (kind < DBUF_LAYOUT_PADDED || kind > DBUF_LAYOUT_COMPACT)
-    rc = dbuf__diag(diag, DBUF_EINVAL, "unknown layout kind %d", (int)kind);
-  else if (nranks < 1)
-    rc = dbuf__diag(diag, DBUF_ENRANKS, "dp size must be positive, got %d", nranks);
-  else if (block_size < 1)
-    rc = dbuf__diag(diag, DBUF_EINVAL, "block size must be positive, got %lld",
-                    (long long)block_size);
-  else if (size < 0)
-    rc = dbuf__diag(diag, DBUF_ELAYOUT, "size is negative (%lld)", (long long)size);
-  else if (range[0] != 0)
+  int rc = check_scalars(kind, nranks, block_size, size, diag);
+  if (rc == 0 && range[0] != 0)
     rc = dbuf__diag(diag, DBUF_ELAYOUT, "rank 0: segment starts at %lld, not 0",
                     (long long)range[0]);
-  else if (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1))
+  else if (rc == 0 && (chunk_size < 0 || (dbuf__layout_chunked(kind) && chunk_size < 1)))
     rc = dbuf__diag(diag, DBUF_ELAYOUT, "chunk size %lld is not positive",
                     (long long)chunk_size);
   /* The validator works in blocks of block_size rows: a block of a tensor
@@ -360,8 +368,12 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   if (tensors == NULL || out == NULL || rank_offsets == NULL ||
       (n > 0 && offsets == NULL))
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  /* refused before the copies: a bad nranks must not size them */
+  int rc = check_scalars(kind, nranks, block_size, size, diag);
+  if (rc != 0)
+    return rc;
   int64_t *off = dbuf__mallocn(n, sizeof *off);
-  int64_t *range = dbuf__mallocn(nranks > 0 ? (int64_t)nranks + 1 : 1, sizeof *range);
+  int64_t *range = dbuf__mallocn((int64_t)nranks + 1, sizeof *range);
   int *own = owners ? dbuf__mallocn(n, sizeof *own) : NULL;
   if (off == NULL || range == NULL || (owners && own == NULL)) {
     free(off);
@@ -372,8 +384,7 @@ dbuf_layout_from_parts(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   }
   if (n > 0)
     memcpy(off, offsets, (size_t)n * sizeof *off);
-  if (nranks > 0) /* else refused below */
-    memcpy(range, rank_offsets, (size_t)nranks * sizeof *range);
+  memcpy(range, rank_offsets, (size_t)nranks * sizeof *range);
   if (own)
     memcpy(own, owners, (size_t)n * sizeof *own);
   return dbuf__layout_from_owned(tensors, kind, nranks, block_size, chunk_size, size, off,

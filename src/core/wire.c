@@ -640,10 +640,14 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
     sid[k] = -1;
   /* The names' bytes, reserved at once: the name block is not copied as it
    * grows (a bad record is named by the loop below; then nothing is kept). */
-  int64_t bytes = 0;
+  int64_t bytes = 0, prev = 0;
   for (int64_t i = 0; i < m->n && bytes <= budget; i++) {
     const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
-    bytes += (int64_t)get_u32(r + 4) + get_u32(r + 8) + 1; /* < 2^34 a record */
+    int64_t pre = get_u32(r + 4), suf = get_u32(r + 8);
+    if (pre > prev || suf > nend - npos) /* a bad record: reserve no more than so far */
+      break;
+    prev = pre + suf;
+    bytes += prev + 1; /* < 2^34 a record */
   }
   if (bytes <= budget)
     (void)dbuf__tensors_reserve_names(t, bytes); /* a failure shows in the adds */
