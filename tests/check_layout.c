@@ -289,7 +289,7 @@ END_TEST
 
 /* The offset order of a layout from parts with offsets of every size and
  * sign, many of them equal: by offset, then by id (checked pair by pair,
- * and as a permutation). */
+ * and as a permutation); _i 3: ten distinct offsets in all. */
 START_TEST(test_order_any_offsets)
 {
   enum { N = 3000 };
@@ -315,10 +315,12 @@ START_TEST(test_order_any_offsets)
                : i % 89 == 0 ? 10 * (i - 3)        /* equal to an earlier one */
                : i % 50 == 1 && i > 100 ? 10 * i - 1000 /* late, in order */
                                         : 10 * i;
+    else if (_i == 3) /* few distinct offsets (the few-keys counting path) */
+      off[i] = ((int64_t)(x >> 61) - 4) * 1000;
     else
       off[i] = base + 16 * (i % 3 == 0 ? (int64_t)(x >> 60) : (int64_t)(x >> 24 & ((INT64_C(1) << 40) - 1)));
   }
-  off[7] = _i == 0 || _i == 2 ? INT64_MIN : base - 16;
+  off[7] = _i == 0 || _i >= 2 ? INT64_MIN : base - 16;
   off[_i == 2 ? N - 1 : 8] = _i != 1 ? INT64_MAX : base + (INT64_C(1) << 45);
   ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 1, off, range,
                                           NULL, &l, &d), 0);
@@ -1658,7 +1660,7 @@ layout_suite(void)
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_tensor_errors);
   tcase_add_test(tc, test_dup_independent);
-  tcase_add_loop_test(tc, test_order_any_offsets, 0, 3);
+  tcase_add_loop_test(tc, test_order_any_offsets, 0, 4);
   tcase_add_test(tc, test_shapes_read_chunks);
   tcase_add_test(tc, test_name_utf8);
   tcase_add_test(tc, test_shape_errors);

@@ -178,6 +178,63 @@ sort_nearly(const int64_t *offsets, int64_t n, int64_t nlate, int64_t *order)
   return rc;
 }
 
+/*
+ * Few distinct keys (a model's tensor costs repeat with its shapes): each
+ * key is counted in a small open-addressing table; with at most FEW_KEYS
+ * of them, the distinct keys are sorted and the ids placed by counting, in
+ * id order among equal keys: two passes over the keys, O(n + k log k).
+ * 0, or 1 when there are more distinct keys (the caller sorts otherwise).
+ */
+#define FEW_KEYS 1024
+#define FEW_SLOTS (2 * FEW_KEYS)
+
+static inline unsigned
+few_slot(const int64_t *tab, const unsigned char *used, int64_t key)
+{
+  unsigned i = (unsigned)(((uint64_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 53); /* 11 bits */
+  while (used[i] && tab[i] != key)
+    i = (i + 1) & (FEW_SLOTS - 1);
+  return i;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int
+sort_few(const int64_t *keys, int64_t n, int64_t *order)
+{
+  int64_t tab[FEW_SLOTS], at[FEW_SLOTS], distinct[FEW_KEYS];
+  unsigned char used[FEW_SLOTS];
+  int k = 0;
+  memset(used, 0, sizeof used);
+  for (int64_t i = 0; i < n; i++) {
+    unsigned j = few_slot(tab, used, keys[i]);
+    if (!used[j]) {
+      if (k == FEW_KEYS)
+        return 1;
+      used[j] = 1;
+      tab[j] = keys[i];
+      at[j] = 0;
+      distinct[k++] = keys[i];
+    }
+    at[j]++;
+  }
+  qsort(distinct, (size_t)k, sizeof *distinct, cmp_i64);
+  for (int64_t d = 0, start = 0; d < k; d++) { /* counts to starts, in key order */
+    unsigned j = few_slot(tab, used, distinct[d]);
+    int64_t c = at[j];
+    at[j] = start;
+    start += c;
+  }
+  for (int64_t i = 0; i < n; i++)
+    order[at[few_slot(tab, used, keys[i])]++] = i;
+  return 0;
+}
+
 int
 dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
 {
@@ -198,6 +255,8 @@ dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
   }
   if (nlate <= n / 16)
     return sort_nearly(offsets, n, nlate, order);
+  if (sort_few(offsets, n, order) == 0)
+    return 0;
   int kbits = bits_of(diff >> __builtin_ctzll(diff)); /* not sorted: diff != 0 */
   if (kbits + bits_of((uint64_t)n - 1) <= 64) {
     int ndig = (kbits + RADIX_BITS - 1) / RADIX_BITS;
