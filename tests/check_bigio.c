@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "tmpdir.h"
+#include "testutil.h"
 
 static void
 setup(void)
@@ -214,9 +215,5 @@ main(void)
   tcase_add_test(tc, test_big_file_errors);
   tcase_add_test(tc, test_big_json_round_trip);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return test_run_suite(s);
 }

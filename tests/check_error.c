@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "testutil.h"
 
 /* The rows of the table, in order, as the test sees them. */
 static const struct {
@@ -235,9 +236,5 @@ main(void)
   tcase_add_test(tc, test_no_stutter);
   tcase_add_test(tc, test_escape_and_diag);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return test_run_suite(s);
 }

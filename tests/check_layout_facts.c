@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include "testutil.h"
 
 static dbuf_layout_t *
 facts_layout(const int64_t *ranks)
@@ -125,9 +126,5 @@ main(void)
   tcase_add_test(tc, test_span_rows_args);
   tcase_add_test(tc, test_move_cut);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return test_run_suite(s);
 }

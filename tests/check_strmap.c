@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "testutil.h"
 
 START_TEST(test_fnv1a_known_values)
 {
@@ -209,9 +210,5 @@ main(void)
   tcase_add_test(tc, test_sb_formats);
   tcase_add_test(tc, test_index_drop_and_build);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return test_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include "testutil.h"
 
 #define N 2000
 
@@ -359,9 +360,5 @@ main(void)
   tcase_add_test(tc, test_name_bytes);
   tcase_add_test(tc, test_reserve_names);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return test_run_suite(s);
 }

@@ -1,7 +1,9 @@
-/* Shared by the test programs: where the test data lives. */
+/* Shared by the test programs: where the test data lives, a random
+ * source, and the run of a suite. */
 #ifndef DBUF_TESTUTIL_H
 #define DBUF_TESTUTIL_H
 
+#include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -24,6 +26,17 @@ test_rng(void)
   test_rng_state ^= test_rng_state >> 7;
   test_rng_state ^= test_rng_state << 17;
   return test_rng_state;
+}
+
+/* Run every test of s: the exit status of a test program. */
+static inline int
+test_run_suite(Suite *s)
+{
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
 }
 
 #endif

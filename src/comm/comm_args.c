@@ -20,6 +20,43 @@
 /* Room for one value in a message (longer values are cut). */
 #define VALUE_LEN 160
 
+/* Spin this long on a request before sleeping between looks, and sleep
+ * this long between them. */
+#define WAIT_SPIN_NS 100000L
+#define WAIT_SLEEP_NS 200000L
+
+static int64_t
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Wait for a non-blocking request without holding a core: MPI_Test in a
+ * loop, sleeping WAIT_SLEEP_NS between looks once WAIT_SPIN_NS have passed
+ * (Open MPI's blocking calls poll a core at 100% while they wait, which on
+ * a node whose ranks share cores is the core rank 0 plans on).  0 or
+ * DBUF_EMPI.
+ */
+static int
+comm_wait(MPI_Request *req)
+{
+  int64_t t0 = now_ns();
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return DBUF_EMPI;
+    if (done)
+      return 0;
+    if (now_ns() - t0 > WAIT_SPIN_NS) {
+      struct timespec ts = {0, WAIT_SLEEP_NS};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
 /*
  * In-place MIN reduction of [v[0..n), ~v[0..n)] (v has room for 2n); on return
  * v[i] is the minimum and v[n + i] the maximum of value i.
@@ -36,41 +73,11 @@ min_max(dbuf_comm_t *ctx, int64_t *v, int n)
   MPI_Request req;
   if (MPI_Iallreduce(MPI_IN_PLACE, v, 2 * n, MPI_INT64_T, MPI_MIN, ctx->comm, &req) !=
           MPI_SUCCESS ||
-      dbuf__comm_wait(&req) != 0)
+      comm_wait(&req) != 0)
     return DBUF_EMPI;
   for (int i = 0; i < n; i++)
     v[n + i] = ~v[n + i];
   return 0;
-}
-
-/* Spin this long on a request before sleeping between looks, and sleep
- * this long between them. */
-#define WAIT_SPIN_NS 100000L
-#define WAIT_SLEEP_NS 200000L
-
-static int64_t
-now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int
-dbuf__comm_wait(MPI_Request *req)
-{
-  int64_t t0 = now_ns();
-  for (;;) {
-    int done = 0;
-    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return DBUF_EMPI;
-    if (done)
-      return 0;
-    if (now_ns() - t0 > WAIT_SPIN_NS) {
-      struct timespec ts = {0, WAIT_SLEEP_NS};
-      nanosleep(&ts, NULL);
-    }
-  }
 }
 
 int

@@ -35,18 +35,10 @@ int dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_
 #define DBUF__ARGS_MAX 8
 
 /*
- * Wait for a non-blocking request without holding a core: MPI_Test in a
- * loop, sleeping 0.2 ms between looks once 0.1 ms have passed (Open MPI's
- * blocking calls poll a core at 100% while they wait, which on a node
- * whose ranks share cores is the core rank 0 plans on).  0 or DBUF_EMPI.
- */
-int dbuf__comm_wait(MPI_Request *req);
-
-/*
  * Agree on the arguments of a collective call before any rank enters it:
  * local_ok is this rank's own check; global[0..n) are the values that must
  * be equal on every rank (names[i] names value i).  One MPI_Iallreduce,
- * waited for by dbuf__comm_wait(): a rank that comes early (while rank 0
+ * waited for with MPI_Test and sleeps: a rank that comes early (while rank 0
  * plans) sleeps.  Returns 0, DBUF_EINVAL (a rank's local check failed; msg
  * names the lowest such rank), DBUF_EMISMATCH (msg names the argument and
  * its range), or DBUF_EMPI (msg says so) -- the same on every rank.  msg

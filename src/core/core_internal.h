@@ -122,10 +122,9 @@ void dbuf__tensors_trim(struct dbuf_tensors *t);
 void dbuf__tensors_index_drop(struct dbuf_tensors *t);
 
 /* Adding many tensors fast (internal).  name is NUL-terminated at len.
- *  - dbuf__tensors_add_hashed(): dbuf_tensors_add() with the name's length
- *    and hash (dbuf__tensors_name_hash) given, so that a reader that knows
- *    its next names hashes them ahead and dbuf__tensors_prefetch()es the
- *    slot each will probe: the random reads of a large index overlap.
+ *  - dbuf__tensors_prefetch(): a reader that knows its next names (their
+ *    hashes from dbuf__tensors_precheck(), below) prefetches the slot each
+ *    will probe, so that the random reads of a large index overlap.
  *  - Bulk: dbuf__tensors_bulk_begin() on an empty list reserves n tensors
  *    and drops the name index; dbuf__tensors_add_bulk() checks and adds as
  *    dbuf_tensors_add() does but for the duplicate check;
@@ -134,16 +133,15 @@ void dbuf__tensors_index_drop(struct dbuf_tensors *t);
  *    dbuf_tensors_add()'s message for it (the list is then to be
  *    destroyed), without check leaves the list unindexed (names already
  *    proven distinct: the first lookup indexes them). */
-uint64_t dbuf__tensors_name_hash(const char *name, size_t len);
 void dbuf__tensors_prefetch(const struct dbuf_tensors *t, uint64_t hash);
-int dbuf__tensors_add_hashed(struct dbuf_tensors *t, const char *name, size_t len,
-                             uint64_t hash, int ndim, const int64_t *dims,
-                             dbuf_diag_t *diag);
+/* How many keys ahead the readers and the index builds hash and prefetch:
+ * enough random reads in flight to hide their latency. */
+#define DBUF__PREFETCH_AHEAD 16
 /* The checks of an add that need no list (name, dims) and the hashes,
  * done ahead by a thread that does not hold the list:
- * dbuf__tensors_add_pre() is then dbuf__tensors_add_hashed() without
- * them (a tensor that failed them is added by dbuf__tensors_add_hashed(),
- * which names what is wrong). */
+ * dbuf__tensors_add_pre() is then dbuf_tensors_add() without them (a
+ * tensor that failed them goes through all of dbuf_tensors_add()'s checks,
+ * which name what is wrong). */
 typedef struct dbuf__tensor_pre {
   uint64_t name_hash, shape_hash;
   int64_t row, numel;

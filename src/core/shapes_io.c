@@ -198,7 +198,7 @@ next_field(char **p)
  * pipe below); other input is parsed and added in turn.  Errors keep the
  * order of the lines either way: the parse stops at its first error, which
  * comes after the adds of the lines before it. */
-#define AHEAD 16
+#define AHEAD DBUF__PREFETCH_AHEAD
 #define BATCH_LINES 1024
 #define BATCH_NAMES ((size_t)64 << 10) /* >= LINE_BYTES */
 

@@ -104,9 +104,7 @@ key_len(const dbuf__strmap_t *m, int64_t id)
   return (size_t)(end - key_off(m, id) - 1);
 }
 
-/* How far ahead fill_index() hashes and prefetches: a table of a million
- * keys is larger than the caches, and each insert reads a random slot. */
-#define AHEAD 16
+#define AHEAD DBUF__PREFETCH_AHEAD
 
 /* A table of nslots slots (a power of two >= 2 * count) indexing m's keys.
  * The key AHEAD places on is hashed and its slot prefetched before each

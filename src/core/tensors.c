@@ -570,29 +570,48 @@ add_checked(dbuf_tensors_t *t, const char *name, size_t len, int ndim, const int
   return 0;
 }
 
-int
-dbuf__tensors_add_hashed(dbuf_tensors_t *t, const char *name, size_t len, uint64_t hash,
-                         int ndim, const int64_t *dims, dbuf_diag_t *diag)
+/* A name the list refuses: the message every add gives for it. */
+static int
+bad_name(const dbuf_tensors_t *t, const char *name, dbuf_diag_t *diag)
 {
-  int64_t row, total, id;
+  return dbuf__diag(diag, DBUF_EINVAL,
+                    "tensor %lld: name '%s' is empty, not UTF-8, or has "
+                    "spaces or control characters",
+                    (long long)t->n, name);
+}
+
+/* The lookup of a name that is about to be added (hash given): 0 and *pos
+ * where it goes, or DBUF_EDUP naming the tensor that has it.  An unindexed
+ * list (dbuf__tensors_index_drop) gets its index back first. */
+static int
+lookup_new(dbuf_tensors_t *t, const char *name, size_t len, uint64_t hash,
+           dbuf__strmap_pos_t *pos, dbuf_diag_t *diag)
+{
+  int64_t id;
+  int rc;
+  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
+    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
+  if (dbuf__strmap_lookup_hashed(&t->names, name, len, hash, pos, &id) == 0)
+    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
+                      name, (long long)id);
+  return 0;
+}
+
+/* dbuf_tensors_add() with the name's length and hash given. */
+static int
+add_hashed(dbuf_tensors_t *t, const char *name, size_t len, uint64_t hash, int ndim,
+           const int64_t *dims, dbuf_diag_t *diag)
+{
+  int64_t row, total;
   dbuf__strmap_pos_t pos;
   int rc;
 
   if (t == NULL || name == NULL || (ndim > 0 && dims == NULL))
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if (!name_ok(name, len))
-    return dbuf__diag(diag, DBUF_EINVAL,
-                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
-                      "spaces or control characters",
-                      (long long)t->n, name);
-  /* An unindexed list (dbuf__tensors_index_drop) gets its index back: the
-   * duplicate check below needs it. */
-  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
-    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
-  if (dbuf__strmap_lookup_hashed(&t->names, name, len, hash, &pos, &id) == 0)
-    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
-                      name, (long long)id);
-  if ((rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
+    return bad_name(t, name, diag);
+  if ((rc = lookup_new(t, name, len, hash, &pos, diag)) != 0 ||
+      (rc = check_shape(t, name, ndim, dims, &row, &total, diag)) != 0)
     return rc;
   return add_checked(t, name, len, ndim, dims, row, shape_hash(dims, ndim), total, &pos, diag);
 }
@@ -602,14 +621,8 @@ dbuf_tensors_add(dbuf_tensors_t *t, const char *name, int ndim,
                  const int64_t *dims, dbuf_diag_t *diag)
 {
   size_t len = name != NULL ? strlen(name) : 0;
-  return dbuf__tensors_add_hashed(t, name, len, name != NULL ? dbuf__tensors_name_hash(name, len) : 0,
-                                  ndim, dims, diag);
-}
-
-uint64_t
-dbuf__tensors_name_hash(const char *name, size_t len)
-{
-  return dbuf__strmap_hash(name, len);
+  return add_hashed(t, name, len, name != NULL ? dbuf__strmap_hash(name, len) : 0, ndim, dims,
+                    diag);
 }
 
 void
@@ -632,17 +645,13 @@ int
 dbuf__tensors_add_pre(dbuf_tensors_t *t, const char *name, size_t len, int ndim,
                       const int64_t *dims, const dbuf__tensor_pre_t *pre, dbuf_diag_t *diag)
 {
-  int64_t id, total;
+  int64_t total;
   dbuf__strmap_pos_t pos;
   int rc;
   if (!pre->ok) /* the add names what is wrong */
-    return dbuf__tensors_add_hashed(t, name, len, pre->name_hash, ndim, dims, diag);
-  if (t->names.nslots == 0 && t->n > 0 && ((rc = unshare(t)) != 0 || (rc = own_index(t)) != 0))
-    return dbuf__diag(diag, rc, "tensor %s: %s", name, dbuf_strerror(rc));
-  if (dbuf__strmap_lookup_hashed(&t->names, name, len, pre->name_hash, &pos, &id) == 0)
-    return dbuf__diag(diag, DBUF_EDUP, "tensor %s: duplicate name (tensor %lld)",
-                      name, (long long)id);
-  if ((rc = check_total(t, name, pre->numel, &total, diag)) != 0)
+    return add_hashed(t, name, len, pre->name_hash, ndim, dims, diag);
+  if ((rc = lookup_new(t, name, len, pre->name_hash, &pos, diag)) != 0 ||
+      (rc = check_total(t, name, pre->numel, &total, diag)) != 0)
     return rc;
   return add_checked(t, name, len, ndim, dims, pre->row, pre->shape_hash, total, &pos, diag);
 }
@@ -672,12 +681,7 @@ bulk_guard(const dbuf_tensors_t *t, const char *name, size_t len, dbuf_diag_t *d
    * would leave the name out of it */
   if (t->names.nslots > 0 || atomic_load(&t->sh->index) != NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: a bulk add to an indexed list", name);
-  if (!name_ok(name, len))
-    return dbuf__diag(diag, DBUF_EINVAL,
-                      "tensor %lld: name '%s' is empty, not UTF-8, or has "
-                      "spaces or control characters",
-                      (long long)t->n, name);
-  return 0;
+  return name_ok(name, len) ? 0 : bad_name(t, name, diag);
 }
 
 int
