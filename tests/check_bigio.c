@@ -56,6 +56,22 @@ put_file(const char *name, const char *text, size_t len)
   return path;
 }
 
+/* text written to the file name, then read (*a) and parsed in memory
+ * (*b): both n tensors, the digest the XXH3 of the bytes. */
+static void
+read_both(const char *name, const char *text, size_t len, int64_t n, dbuf_tensors_t **a,
+          dbuf_tensors_t **b)
+{
+  char *path = put_file(name, text, len);
+  dbuf_diag_t d;
+  uint64_t digest = 0;
+  ck_assert_int_eq(dbuf_shapes_read(path, a, &digest, &d), 0);
+  ck_assert_int_eq(dbuf_shapes_parse(name, text, len, b, &d), 0);
+  ck_assert_uint_eq(digest, XXH3_64bits_withSeed(text, len, 0));
+  ck_assert_int_eq(dbuf_tensors_count(*a), n);
+  ck_assert_int_eq(dbuf_tensors_count(*b), n);
+}
+
 /* The file read by the reader thread gives the list the in-memory parse
  * gives, and its digest is the XXH3 of its bytes. */
 START_TEST(test_big_file_same_list)
@@ -63,15 +79,8 @@ START_TEST(test_big_file_same_list)
   size_t len;
   char *text = big_text(80000, &len);
   ck_assert_uint_gt(len, (size_t)1 << 20); /* the threaded path */
-  char *path = put_file("big.shapes", text, len);
   dbuf_tensors_t *a = NULL, *b = NULL;
-  dbuf_diag_t d;
-  uint64_t digest = 0;
-  ck_assert_int_eq(dbuf_shapes_read(path, &a, &digest, &d), 0);
-  ck_assert_int_eq(dbuf_shapes_parse("big.shapes", text, len, &b, &d), 0);
-  ck_assert_uint_eq(digest, XXH3_64bits_withSeed(text, len, 0));
-  ck_assert_int_eq(dbuf_tensors_count(a), 80000);
-  ck_assert_int_eq(dbuf_tensors_count(b), 80000);
+  read_both("big.shapes", text, len, 80000, &a, &b);
   for (int64_t i = 0; i < 80000; i++) {
     char want[32];
     snprintf(want, sizeof want, "layers.%lld.w", (long long)i);
@@ -107,9 +116,11 @@ START_TEST(test_big_file_errors)
   static const struct {
     int64_t dup_at, bad_at; /* tensors whose lines are spoiled, or -1 */
     int last_unterminated;  /* no newline after the last line */
+    int nul_last;           /* a NUL byte in the last line: named first */
   } cases[] = {
-      {40000, 50000, 0}, {50000, 40000, 0}, {1, 70000, 0},  {70000, 1, 0},
-      {-1, 79999, 1},    {79999, -1, 1},    {1023, -1, 0},  {1024, 1025, 0},
+      {40000, 50000, 0, 0}, {50000, 40000, 0, 0}, {1, 70000, 0, 0}, {70000, 1, 0, 0},
+      {-1, 79999, 1, 0},    {79999, -1, 1, 0},    {1023, -1, 0, 0}, {1024, 1025, 0, 0},
+      {1, -1, 0, 1},        {-1, 2, 0, 1},        {40000, 50000, 1, 1},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     size_t len;
@@ -133,12 +144,19 @@ START_TEST(test_big_file_errors)
     }
     if (cases[c].last_unterminated)
       len--;
+    if (cases[c].nul_last)
+      text[len - 4] = '\0'; /* in "x64\n" or " bf16\n" */
     char *path = put_file("bad.shapes", text, len);
     dbuf_tensors_t *t = NULL;
     dbuf_diag_t d;
     int rc = dbuf_shapes_read(path, &t, NULL, &d);
     ck_assert_ptr_null(t);
-    if (k >= 0 && (b < 0 || k < b)) {
+    if (cases[c].nul_last) {
+      /* The file is read in one pass after a sample of its lines, and an
+       * error of a line found first: the NUL byte is still named. */
+      ck_assert_int_eq(rc, DBUF_EPARSE);
+      snprintf(want, sizeof want, "%s: contains a NUL byte (binary file?)", path);
+    } else if (k >= 0 && (b < 0 || k < b)) {
       ck_assert_int_eq(rc, DBUF_EDUP);
       snprintf(want, sizeof want, "%s:%ld: tensor layers.0.w: duplicate name (tensor 0)", path,
                line_of(k));
@@ -151,6 +169,47 @@ START_TEST(test_big_file_errors)
     ck_assert_msg(strcmp(d.msg, want) == 0, "case %zu: %s, not %s", c, d.msg, want);
     free(text);
   }
+}
+END_TEST
+
+/* A file whose line lengths differ between the parts its first pass
+ * samples (the first MiB and the ends of its quarters: long lines) and the
+ * rest (short ones, about 20 times more lines than the samples suggest):
+ * the list outgrows its reservation while the reader thread faults in
+ * pages ahead, and still comes out as the in-memory parse's. */
+START_TEST(test_big_file_uneven)
+{
+  const size_t target = (size_t)8 << 20, window = ((size_t)64 << 10) + 8192;
+  size_t cap = target + 4096, len = 0;
+  char *text = malloc(cap);
+  ck_assert_ptr_nonnull(text);
+  int64_t n = 0, nlong = 0;
+  while (len < target) {
+    int sampled = len < ((size_t)1 << 20);
+    for (int q = 1; q <= 4; q++)
+      sampled |= len + window >= target * q / 4 && len < target * q / 4 + 256;
+    if (sampled) {
+      len += (size_t)sprintf(text + len, "long.%lld.%0180d %lldx8\n", (long long)n, 0,
+                             (long long)(n % 5 + 1));
+      nlong++;
+    } else {
+      len += (size_t)sprintf(text + len, "s%lld %lld\n", (long long)n, (long long)(n % 5 + 1));
+    }
+    n++;
+  }
+  ck_assert_int_gt(n, 20 * nlong / 2); /* the short lines outnumber the sample's guess */
+  dbuf_tensors_t *a = NULL, *b = NULL;
+  read_both("uneven.shapes", text, len, n, &a, &b);
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_str_eq(dbuf_tensors_name(a, i), dbuf_tensors_name(b, i));
+    ck_assert_int_eq(dbuf_tensors_numel(a, i), dbuf_tensors_numel(b, i));
+  }
+  int64_t id;
+  ck_assert_int_eq(dbuf_tensors_find(a, dbuf_tensors_name(b, n - 1), &id), 0);
+  ck_assert_int_eq(id, n - 1);
+  dbuf_tensors_destroy(a);
+  dbuf_tensors_destroy(b);
+  free(text);
 }
 END_TEST
 
@@ -213,6 +272,7 @@ main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_big_file_same_list);
   tcase_add_test(tc, test_big_file_errors);
+  tcase_add_test(tc, test_big_file_uneven);
   tcase_add_test(tc, test_big_json_round_trip);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -184,4 +184,30 @@ void *dbuf__reallocn(void *p, int64_t n, size_t sz);
 /* A malloc'd copy of n elements of size sz (NULL on failure). */
 void *dbuf__memdup(const void *src, int64_t n, size_t sz);
 
+/* Prefaulting: on this kind of machine the first touch of fresh memory
+ * (the kernel clearing pages) costs more than the work of a reader on
+ * them.  A thread with time to spare faults in, ahead of the thread that
+ * fills a list, the pages that list will write while it grows into its
+ * reservation (madvise MADV_POPULATE_WRITE: the contents never change,
+ * so it may run beside the writes).  dbuf__tensors_prefault_init() takes
+ * the addresses once, on the thread that owns the list, after its
+ * reservations; dbuf__prefault_to() is then called from the other thread
+ * only, with how many tensors and name bytes (NULs included) the list
+ * will soon hold: the per-tensor arrays and the name block are faulted in
+ * up to there, the name index whole on the first call (its writes are
+ * random).  Stale addresses (the list grew past its reservation) fault in
+ * nothing that matters: no contents change.  Without kernel support (or
+ * after any failure) it does nothing. */
+#define DBUF__PREFAULT_REGIONS 5
+typedef struct dbuf__prefault {
+  struct {
+    char *base;
+    size_t len, done;
+    int per; /* bytes per tensor; 0: name bytes; -1: the whole region */
+  } r[DBUF__PREFAULT_REGIONS];
+  int n, off;
+} dbuf__prefault_t;
+void dbuf__tensors_prefault_init(const struct dbuf_tensors *t, dbuf__prefault_t *pf);
+void dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes);
+
 #endif /* DBUF_CORE_INTERNAL_H */

@@ -242,6 +242,10 @@ typedef struct {
   long line;
   batch_t *cur;
   pipe_t *pipe;
+  dbuf__prefault_t *pf;       /* with a pipe: the list's pages, faulted in ahead */
+  int64_t sent, sent_bytes;   /* tensors and name bytes delivered so far */
+  int file_rc;                /* an error of the file itself (read, size, NUL) */
+  dbuf_diag_t file_diag;      /* its message: it comes before any line's */
   char buf[LINE_BYTES]; /* a copy of the line, its fields NUL-terminated */
 } text_state_t;
 
@@ -282,9 +286,19 @@ deliver(text_state_t *s, dbuf_diag_t *diag)
     rc = add_batch(s->t, s->name, b, diag);
   } else {
     pipe_t *pp = s->pipe;
+    s->sent += b->n;
+    s->sent_bytes += (int64_t)b->names_len;
     pthread_mutex_lock(&pp->mu);
     pp->w++;
     pthread_cond_broadcast(&pp->cv);
+    pthread_mutex_unlock(&pp->mu);
+    /* Fault in what the adds of the batches in the pipe and of the next
+     * one will write, while they add: the clearing of fresh pages leaves
+     * the adding thread. */
+    if (s->pf != NULL)
+      dbuf__prefault_to(s->pf, s->sent + NBATCH * BATCH_LINES,
+                        s->sent_bytes + (int64_t)(NBATCH * BATCH_NAMES));
+    pthread_mutex_lock(&pp->mu);
     while (pp->w - pp->r == NBATCH && !pp->stop)
       pthread_cond_wait(&pp->cv, &pp->mu);
     rc = pp->stop ? DBUF_ECANCELED : 0;
@@ -467,7 +481,7 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
 
 /* What the first pass over a shapes file found. */
 typedef struct {
-  int64_t lines; /* newlines + 1 */
+  int64_t lines; /* newlines + 1, or an estimate (see scan_file) */
   int nul;       /* a NUL byte */
   int json;      /* the first non-blank byte is '[' (or there is none) */
 } scan_t;
@@ -495,9 +509,44 @@ read_chunk(int fd, const char *name, char *buf, size_t cap, size_t *got,
 
 #define READ_CHUNK ((size_t)1 << 20)
 
-/* The first pass: lines, NUL bytes and the format, through buf. */
+/* Samples of a file's line density besides its first chunk: SAMPLES
+ * windows of SAMPLE_BYTES spread up to its end. */
+#define SAMPLES 4
+#define SAMPLE_BYTES ((size_t)64 << 10)
+
+/* The lines of a text file of size bytes whose first got bytes (in buf)
+ * hold lines: estimated from the newlines per byte of that chunk and of
+ * SAMPLES windows read further on, when they all agree within a factor of
+ * 2 (a shape list repeats its layers), with 1/16 more; else 0 (the file
+ * is then counted whole).  The estimate only sizes the list's
+ * reservation: the adds grow it if they must. */
+static int64_t
+estimate_lines(int fd, char *buf, size_t got, int64_t lines, int64_t size)
+{
+  double lo = (double)lines / (double)got, hi = lo, sum = lo;
+  for (int k = 1; k <= SAMPLES; k++) {
+    off_t at = (off_t)(size * k / SAMPLES) - (off_t)SAMPLE_BYTES;
+    ssize_t r = at < 0 ? -1 : pread(fd, buf, SAMPLE_BYTES, at);
+    if (r != (ssize_t)SAMPLE_BYTES)
+      return 0; /* a small file, a short read (it shrank?) or an error */
+    double d = (double)count_lines(buf, buf + r) / (double)r;
+    lo = d < lo ? d : lo;
+    hi = d > hi ? d : hi;
+    sum += d;
+  }
+  if (lo <= 0 || hi > 2 * lo)
+    return 0;
+  double est = sum / (SAMPLES + 1) * (double)size * 17 / 16 + 1;
+  return est < (double)size ? (int64_t)est : size; /* size <= 2^30: exact in a double */
+}
+
+/* The first pass: lines, NUL bytes and the format, through buf.  With
+ * sample, a file whose format the first chunk decides and whose lines
+ * estimate_lines() can estimate is read no further: sc->lines is that
+ * estimate, and the NUL bytes are left to the second pass. */
 static int
-scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
+scan_file(int fd, const char *name, char *buf, int64_t size, int sample, scan_t *sc,
+          dbuf_diag_t *diag)
 {
   int64_t total = 0;
   int decided = 0;
@@ -506,7 +555,8 @@ scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
   memset(sc, 0, sizeof *sc);
   sc->lines = 1;
   while ((rc = read_chunk(fd, name, buf, READ_CHUNK, &got, &total, diag)) == 0 && got > 0) {
-    sc->lines += count_lines(buf, buf + got);
+    int64_t lines = count_lines(buf, buf + got);
+    sc->lines += lines;
     sc->nul |= memchr(buf, '\0', got) != NULL;
     for (size_t i = 0; !decided && i < got; i++) {
       if (!isspace((unsigned char)buf[i])) {
@@ -514,6 +564,14 @@ scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
         sc->json = buf[i] == '[';
       }
     }
+    if (sample && decided && !sc->json && !sc->nul && total == (int64_t)got && total < size) {
+      int64_t est = estimate_lines(fd, buf, got, lines, size);
+      if (est > 0) {
+        sc->lines = est;
+        return 0;
+      }
+    }
+    sample = 0;
   }
   if (!decided)
     sc->json = 1; /* blank: the whole-file reader names the problem */
@@ -523,6 +581,34 @@ scan_file(int fd, const char *name, char *buf, scan_t *sc, dbuf_diag_t *diag)
 /* The second pass over a text shapes file: read it chunk by chunk, the
  * digest of every byte on the way, and parse it into s's batches.  Ends
  * with finish() (but when the adds have stopped): 0, or an error. */
+/* The errors of the file itself in [buf, buf + got) (a NUL byte): 0 or
+ * the error, in d. */
+static int
+chunk_ok(const char *name, const char *buf, size_t got, dbuf_diag_t *d)
+{
+  if (memchr(buf, '\0', got) != NULL)
+    return dbuf__diag(d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", name);
+  return 0;
+}
+
+/* After an error in a line, the rest of the file is still read for the
+ * errors of the file itself, which come first (as dbuf_file_read_all()
+ * finds them before any parse): s->file_rc. */
+static void
+read_rest(text_state_t *s, int fd, char *buf, int64_t total)
+{
+  size_t got;
+  int rc;
+  while ((rc = read_chunk(fd, s->name, buf, READ_CHUNK, &got, &total, &s->file_diag)) == 0 &&
+         got > 0 && (rc = chunk_ok(s->name, buf, got, &s->file_diag)) == 0)
+    ;
+  s->file_rc = rc;
+}
+
+/* The second pass over a text shapes file: read it chunk by chunk, the
+ * digest of every byte on the way, and parse it into s's batches.  Ends
+ * with finish() (but when the adds have stopped): 0, or an error.  An
+ * error of the file itself also goes to s->file_rc, wherever it lies. */
 static int
 read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t *diag)
 {
@@ -531,23 +617,28 @@ read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t
   dbuf_diag_t d;
   int rc;
   do {
-    if (s->pipe != NULL) { /* the adds failed: the rest of the file is not needed */
+    if (s->pipe != NULL) { /* the adds failed: no more lines are needed */
       pthread_mutex_lock(&s->pipe->mu);
       int stop = s->pipe->stop;
       pthread_mutex_unlock(&s->pipe->mu);
-      if (stop)
+      if (stop) {
+        read_rest(s, fd, buf, total);
         return DBUF_ECANCELED;
+      }
     }
-    if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0)
+    if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0 ||
+        (rc = chunk_ok(s->name, buf + held, got, &d)) != 0) {
+      s->file_rc = rc;
+      s->file_diag = d;
       return finish(s, rc, &d, diag);
+    }
     (void)XXH3_64bits_update(xs, buf + held, got);
-    if (memchr(buf + held, '\0', got) != NULL) { /* written since the scan */
-      rc = dbuf__diag(&d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", s->name);
-      return finish(s, rc, &d, diag);
-    }
     const char *p = buf, *end = buf + held + got;
-    if ((rc = parse_lines(s, &p, end, got == 0, diag)) != 0)
+    if ((rc = parse_lines(s, &p, end, got == 0, diag)) != 0) {
+      if (got > 0)
+        read_rest(s, fd, buf, total);
       return rc;
+    }
     held = (size_t)(end - p); /* < sizeof s->buf: parse_lines took longer rests */
     memmove(buf, p, held);
   } while (got > 0);
@@ -629,12 +720,23 @@ stream_text(int fd, const char *name, char *buf, int64_t lines, int64_t size, db
     piped = 0;
   }
   rd.s.pipe = piped ? &pp : NULL;
+  dbuf__prefault_t pf;
+  if (piped) {
+    dbuf__tensors_prefault_init(t, &pf);
+    rd.s.pf = &pf;
+  }
   if (piped && pthread_create(&th, NULL, reader_main, &rd) == 0) {
     rc = add_from_pipe(&pp, t, name, diag);
     pthread_join(th, NULL);
   } else {
     rd.s.pipe = NULL;
+    rd.s.pf = NULL;
     rc = read_and_parse(&rd.s, fd, buf, rd.xs, diag);
+  }
+  if (rc != 0 && rd.s.file_rc != 0) { /* the file's own error comes first */
+    rc = rd.s.file_rc;
+    if (diag != NULL)
+      *diag = rd.s.file_diag;
   }
   if (piped) {
     pthread_cond_destroy(&pp.cv);
@@ -651,8 +753,9 @@ out:
 
 /*
  * A regular file of text shapes is read twice through one small buffer
- * (lines, NUL bytes and format first; then the parse), never whole: the
- * buffer's pages are reused where a whole-file copy would take fresh ones.
+ * (lines, NUL bytes and format first, or for the reader thread only a
+ * sample of its lines; then the parse), never whole: the buffer's pages
+ * are reused where a whole-file copy would take fresh ones.
  * The errors and their order are those of dbuf_file_read_all() followed by
  * dbuf_shapes_parse().  JSON, blank files and stdin are read whole.
  */
@@ -675,7 +778,9 @@ read_text_file(const char *path, dbuf_tensors_t **out, uint64_t *digest, int *wh
     rc = dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
     goto out;
   }
-  if ((rc = scan_file(fd, path, buf, &sc, diag)) != 0)
+  /* A file for the reader thread is sampled, not scanned: its second
+   * pass finds the NUL bytes, and names them before any line's error. */
+  if ((rc = scan_file(fd, path, buf, size, size >= PIPE_MIN_BYTES, &sc, diag)) != 0)
     goto out;
   if (sc.nul) {
     rc = dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", path);

@@ -109,6 +109,67 @@ dbuf__reallocn(void *p, int64_t n, size_t sz)
   return advised(realloc(p, n ? (size_t)n * sz : 1), (size_t)n * sz);
 }
 
+/* Regions are faulted in at least this much at a time (one madvise). */
+#define PREFAULT_STEP ((size_t)1 << 20)
+
+static void
+prefault_add(dbuf__prefault_t *pf, void *base, size_t len, int per)
+{
+  if (base != NULL && len > 0 && pf->n < DBUF__PREFAULT_REGIONS) {
+    pf->r[pf->n].base = base;
+    pf->r[pf->n].len = len;
+    pf->r[pf->n].done = 0;
+    pf->r[pf->n++].per = per;
+  }
+}
+
+void
+dbuf__tensors_prefault_init(const dbuf_tensors_t *t, dbuf__prefault_t *pf)
+{
+  const dbuf__strmap_t *m = &t->names;
+  memset(pf, 0, sizeof *pf);
+  prefault_add(pf, t->shape, (size_t)t->cap * sizeof *t->shape, (int)sizeof *t->shape);
+  prefault_add(pf, t->dtype, (size_t)t->cap, 1);
+  if (m->off32 != NULL)
+    prefault_add(pf, m->off32, (size_t)m->cap * sizeof *m->off32, (int)sizeof *m->off32);
+  else
+    prefault_add(pf, m->off64, (size_t)m->cap * sizeof *m->off64, (int)sizeof *m->off64);
+  prefault_add(pf, m->keys, (size_t)m->keys_cap, 0);
+  prefault_add(pf, m->slots, (size_t)m->nslots * sizeof *m->slots, -1);
+}
+
+void
+dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+  const uintptr_t page = 4096;
+  for (int i = 0; i < pf->n && !pf->off; i++) {
+    size_t len = pf->r[i].len, done = pf->r[i].done, want; /* fault in past want */
+    int per = pf->r[i].per;
+    if (per < 0)
+      want = len;
+    else if (per == 0)
+      want = name_bytes < 0 ? 0 : (size_t)name_bytes;
+    else
+      want = tensors < 0 || (uint64_t)tensors > SIZE_MAX / (unsigned)per
+                 ? len
+                 : (size_t)tensors * (unsigned)per;
+    if (want <= done)
+      continue;
+    want = want > len - PREFAULT_STEP || len < PREFAULT_STEP ? len : want + PREFAULT_STEP;
+    uintptr_t a = ((uintptr_t)pf->r[i].base + done) & ~(page - 1);
+    uintptr_t e = (uintptr_t)pf->r[i].base + want;
+    if (madvise((void *)a, e - a, MADV_POPULATE_WRITE) != 0)
+      pf->off = 1; /* an old kernel, or no memory: the writer faults */
+    pf->r[i].done = want;
+  }
+#else
+  (void)tensors;
+  (void)name_bytes;
+  pf->off = 1;
+#endif
+}
+
 void *
 dbuf__memdup(const void *src, int64_t n, size_t sz)
 {
