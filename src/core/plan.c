@@ -74,9 +74,11 @@ dbuf_plan_buffer(const dbuf_plan_t *p, int64_t b, dbuf_plan_buffer_t *out)
   return 0;
 }
 
-int
-dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_t *layout,
-              const int64_t *model_ids, dbuf_diag_t *diag)
+/* dbuf_plan_add(); with own, the plan takes model_ids (malloc'd, freed on
+ * failure too) instead of a copy. */
+static int
+plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_t *layout,
+         const int64_t *model_ids, int own, dbuf_diag_t *diag)
 {
   int rc = 0;
   int64_t nt = dbuf_layout_ntensors(layout), bytes;
@@ -117,8 +119,10 @@ dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_
       p->cap = cap;
     }
   }
+  if (own)
+    nb.model_ids = (int64_t *)model_ids;
   if (rc == 0 && ((nb.unit = strdup(unit)) == NULL ||
-                  (model_ids != NULL &&
+                  (model_ids != NULL && !own &&
                    (nb.model_ids = dbuf__memdup(model_ids, nt, sizeof *model_ids)) == NULL)))
     rc = dbuf__diag(diag, DBUF_ENOMEM, "plan: out of memory");
   if (rc == 0 && (rc = dbuf__strmap_add(&p->keys, key, &kid)) != 0)
@@ -132,6 +136,13 @@ dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_
   }
   p->b[p->n++] = nb;
   return 0;
+}
+
+int
+dbuf_plan_add(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dtype, dbuf_layout_t *layout,
+              const int64_t *model_ids, dbuf_diag_t *diag)
+{
+  return plan_add(p, unit, dtype, layout, model_ids, 0, diag);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -153,12 +164,32 @@ group_tensors(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t d
               group_t **groups_out, int64_t *ngroups, int64_t **ids_out)
 {
   int64_t n = dbuf_tensors_count(t), nunits = units ? dbuf_units_count(units) : 1, ng = 0;
-  int64_t *head = dbuf__mallocn(nunits, sizeof *head);
-  int64_t *group_of = dbuf__mallocn(n, sizeof *group_of);
-  group_t *g = dbuf__mallocn(n, sizeof *g); /* at most one group per tensor */
+  /* The common plan, one unit and one dtype, is one group: its ids are
+   * 0 .. n-1, no grouping pass. */
+  int64_t one = 0, u0 = units && n > 0 ? dbuf_units_of(units, 0) : 0;
+  dbuf_dtype_t d0 = n > 0 ? dbuf_tensors_dtype(t, 0) : DBUF_DTYPE_NONE;
+  d0 = d0 == DBUF_DTYPE_NONE ? dtype : d0;
+  while (one < n) {
+    dbuf_dtype_t d = dbuf_tensors_dtype(t, one);
+    if ((d == DBUF_DTYPE_NONE ? dtype : d) != d0 || (units && dbuf_units_of(units, one) != u0))
+      break;
+    one++;
+  }
+  int64_t *head = NULL, *group_of = NULL, *order = NULL, *at = NULL;
+  group_t *g = dbuf__mallocn(n > 0 && one == n ? 1 : n, sizeof *g); /* at most one a tensor */
   int64_t *ids = dbuf__mallocn(n, sizeof *ids);
-  int64_t *order = NULL, *at = NULL;
   int rc = DBUF_ENOMEM;
+  if (n > 0 && one == n) {
+    if (g == NULL || ids == NULL)
+      goto out;
+    g[0] = (group_t){u0, d0, -1, n, 0};
+    for (int64_t i = 0; i < n; i++)
+      ids[i] = i;
+    ng = 1;
+    goto done;
+  }
+  head = dbuf__mallocn(nunits, sizeof *head);
+  group_of = dbuf__mallocn(n, sizeof *group_of);
   if (head == NULL || group_of == NULL || g == NULL || ids == NULL)
     goto out;
   for (int64_t u = 0; u < nunits; u++)
@@ -206,6 +237,7 @@ group_tensors(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t d
     sorted[order[k]] = g[k];
   free(g);
   g = sorted;
+done:
   *groups_out = g;
   *ngroups = ng;
   *ids_out = ids;
@@ -340,8 +372,12 @@ dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t
         *diag = d;
       goto out;
     }
-    if ((rc = dbuf_plan_add(p, unit ? unit : DBUF_UNIT_ROOT, g[k].dtype, l, ids + g[k].first,
-                            diag)) != 0)
+    /* The one buffer's ids are all of them: the plan takes the array. */
+    int own = ng == 1 && ids != NULL;
+    rc = plan_add(p, unit ? unit : DBUF_UNIT_ROOT, g[k].dtype, l, ids + g[k].first, own, diag);
+    if (own)
+      ids = NULL;
+    if (rc != 0)
       goto out;
   }
   *out = p;

@@ -12,7 +12,7 @@
 
 struct dbuf_units {
   dbuf__strmap_t names; /* unit name -> unit id, in order of first tensor */
-  int64_t *unit_of;     /* [ntensors] */
+  int64_t *unit_of;     /* [ntensors], or NULL: every tensor in unit 0 */
   int64_t ntensors;
 };
 
@@ -26,8 +26,10 @@ dbuf_units_destroy(dbuf_units_t *u)
   free(u);
 }
 
+/* Units of t's tensors, none set yet (with one, every tensor in unit 0:
+ * no array). */
 static int
-units_new(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
+units_new(const dbuf_tensors_t *t, int one, dbuf_units_t **out, dbuf_diag_t *diag)
 {
   if (t == NULL || out == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "units: NULL argument");
@@ -35,6 +37,10 @@ units_new(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
   if (u == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "units: out of memory");
   u->ntensors = dbuf_tensors_count(t);
+  if (one) {
+    *out = u;
+    return 0;
+  }
   if ((u->unit_of = dbuf__mallocn(u->ntensors, sizeof *u->unit_of)) == NULL) {
     free(u);
     return dbuf__diag(diag, DBUF_ENOMEM, "units: out of memory");
@@ -67,15 +73,14 @@ units_set(dbuf_units_t *u, int64_t i, const char *name, size_t len, dbuf_diag_t 
 int
 dbuf_units_none(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
 {
-  dbuf_units_t *u;
-  int rc = units_new(t, &u, diag);
+  dbuf_units_t *u = NULL;
+  int rc = units_new(t, 1, &u, diag);
   if (rc != 0)
     return rc;
-  /* One unit: named once, not looked up for every tensor. */
-  if (u->ntensors > 0)
-    rc = units_set(u, 0, DBUF_UNIT_ALL, strlen(DBUF_UNIT_ALL), diag);
-  for (int64_t i = 1; rc == 0 && i < u->ntensors; i++)
-    u->unit_of[i] = u->unit_of[0];
+  /* One unit, named once: no array of unit ids. */
+  int64_t id;
+  if (u->ntensors > 0 && (rc = dbuf__strmap_add(&u->names, DBUF_UNIT_ALL, &id)) != 0)
+    rc = dbuf__diag(diag, rc, "units: %s", dbuf_strerror(rc));
   if (rc != 0) {
     dbuf_units_destroy(u);
     return rc;
@@ -110,7 +115,7 @@ int
 dbuf_units_layer(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
 {
   dbuf_units_t *u;
-  int rc = units_new(t, &u, diag);
+  int rc = units_new(t, 0, &u, diag);
   if (rc != 0)
     return rc;
   for (int64_t i = 0; rc == 0 && i < u->ntensors; i++) {
@@ -148,7 +153,7 @@ dbuf_units_regex(const dbuf_tensors_t *t, const char *regex, dbuf_units_t **out,
                       "(e.g. 'layers\\.([0-9]+)\\.')",
                       regex);
   }
-  int rc = units_new(t, &u, diag);
+  int rc = units_new(t, 0, &u, diag);
   if (rc != 0) {
     regfree(&re);
     return rc;
@@ -189,7 +194,7 @@ dbuf_units_from_names(const dbuf_tensors_t *t, const char *const *unit_of,
   dbuf_units_t *u;
   if (unit_of == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "units: NULL argument");
-  int rc = units_new(t, &u, diag);
+  int rc = units_new(t, 0, &u, diag);
   if (rc != 0)
     return rc;
   for (int64_t i = 0; rc == 0 && i < u->ntensors; i++) {
@@ -296,5 +301,7 @@ dbuf_units_name(const dbuf_units_t *u, int64_t unit)
 int64_t
 dbuf_units_of(const dbuf_units_t *u, int64_t tensor)
 {
-  return u != NULL && tensor >= 0 && tensor < u->ntensors ? u->unit_of[tensor] : -1;
+  if (u == NULL || tensor < 0 || tensor >= u->ntensors)
+    return -1;
+  return u->unit_of != NULL ? u->unit_of[tensor] : 0;
 }
