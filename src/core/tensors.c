@@ -24,6 +24,7 @@
 typedef struct shape {
   int64_t at;
   int64_t row_elems; /* product of dims[1..], 1 for 1-D (overflow-checked) */
+  int64_t numel;     /* dims[0] * row_elems (checked at the add) */
   int ndim;
 } shape_t;
 
@@ -388,6 +389,7 @@ shape_intern(dbuf_tensors_t *t, const int64_t *dims, int ndim, int64_t row, uint
   shape_t *s = &t->shapes[t->nshapes];
   s->at = t->ndims;
   s->row_elems = row;
+  s->numel = dims[0] * row; /* ndim >= 1, the product checked before */
   s->ndim = ndim;
   memcpy(t->dims + t->ndims, dims, (size_t)ndim * sizeof *dims);
   t->ndims += ndim;
@@ -775,7 +777,7 @@ dbuf__tensors_add_bulk_as(dbuf_tensors_t *t, const char *name, size_t len, int n
   /* the shape was checked when it came first: only the total is new */
   const shape_t *s = &t->shapes[*sid];
   if ((rc = bulk_guard(t, name, len, diag)) != 0 ||
-      (rc = check_total(t, name, t->dims[s->at] * s->row_elems, &total, diag)) != 0)
+      (rc = check_total(t, name, s->numel, &total, diag)) != 0)
     return rc;
   if ((rc = unshare(t)) != 0 || (rc = grow_arrays(t, t->n + 1, 0)) != 0 ||
       (rc = dbuf__strmap_append(&t->names, name, len, &id)) != 0)
@@ -942,8 +944,7 @@ dbuf_tensors_dims(const dbuf_tensors_t *t, int64_t id)
 int64_t
 dbuf_tensors_numel(const dbuf_tensors_t *t, int64_t id)
 {
-  /* checked at the add: rows * row_elems fits */
-  return IN_RANGE(t, id) ? t->dims[SHAPE(t, id)->at] * SHAPE(t, id)->row_elems : -1;
+  return IN_RANGE(t, id) ? SHAPE(t, id)->numel : -1;
 }
 
 int64_t
