@@ -194,8 +194,8 @@ void *dbuf__memdup(const void *src, int64_t n, size_t sz);
  * reservations; dbuf__prefault_to() is then called from the other thread
  * only, with how many tensors and name bytes (NULs included) the list
  * will soon hold: the per-tensor arrays and the name block are faulted in
- * up to there, the name index whole on the first call (its writes are
- * random).  Stale addresses (the list grew past its reservation) fault in
+ * up to there, the name index whole (its writes are random) once there
+ * are tensors enough to touch nearly all its pages.  Stale addresses (the list grew past its reservation) fault in
  * nothing that matters: no contents change.  Without kernel support (or
  * after any failure) it does nothing. */
 #define DBUF__PREFAULT_REGIONS 5
@@ -203,7 +203,7 @@ typedef struct dbuf__prefault {
   struct {
     char *base;
     size_t len, done;
-    int per; /* bytes per tensor; 0: name bytes; -1: the whole region */
+    int per; /* bytes per tensor; 0: name bytes; -1: a key index, random writes */
   } r[DBUF__PREFAULT_REGIONS];
   int n, off;
 } dbuf__prefault_t;

@@ -581,28 +581,23 @@ scan_file(int fd, const char *name, char *buf, int64_t size, int sample, scan_t 
 /* The second pass over a text shapes file: read it chunk by chunk, the
  * digest of every byte on the way, and parse it into s's batches.  Ends
  * with finish() (but when the adds have stopped): 0, or an error. */
-/* The errors of the file itself in [buf, buf + got) (a NUL byte): 0 or
- * the error, in d. */
-static int
-chunk_ok(const char *name, const char *buf, size_t got, dbuf_diag_t *d)
-{
-  if (memchr(buf, '\0', got) != NULL)
-    return dbuf__diag(d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", name);
-  return 0;
-}
-
-/* After an error in a line, the rest of the file is still read for the
- * errors of the file itself, which come first (as dbuf_file_read_all()
- * finds them before any parse): s->file_rc. */
+/* After an error in a line or a NUL byte (nul), the rest of the file is
+ * still read for the errors of the file itself, which come first in
+ * dbuf_file_read_all()'s order (a read error or the size limit, then a
+ * NUL byte, before any parse): s->file_rc. */
 static void
-read_rest(text_state_t *s, int fd, char *buf, int64_t total)
+read_rest(text_state_t *s, int fd, char *buf, int64_t total, int nul)
 {
   size_t got;
   int rc;
-  while ((rc = read_chunk(fd, s->name, buf, READ_CHUNK, &got, &total, &s->file_diag)) == 0 &&
-         got > 0 && (rc = chunk_ok(s->name, buf, got, &s->file_diag)) == 0)
-    ;
+  dbuf_diag_t d;
+  while ((rc = read_chunk(fd, s->name, buf, READ_CHUNK, &got, &total, &d)) == 0 && got > 0)
+    nul |= memchr(buf, '\0', got) != NULL;
+  if (rc == 0 && nul)
+    rc = dbuf__diag(&d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", s->name);
   s->file_rc = rc;
+  if (rc != 0)
+    s->file_diag = d;
 }
 
 /* The second pass over a text shapes file: read it chunk by chunk, the
@@ -622,21 +617,24 @@ read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t
       int stop = s->pipe->stop;
       pthread_mutex_unlock(&s->pipe->mu);
       if (stop) {
-        read_rest(s, fd, buf, total);
+        read_rest(s, fd, buf, total, 0);
         return DBUF_ECANCELED;
       }
     }
-    if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0 ||
-        (rc = chunk_ok(s->name, buf + held, got, &d)) != 0) {
+    if ((rc = read_chunk(fd, s->name, buf + held, READ_CHUNK, &got, &total, &d)) != 0) {
       s->file_rc = rc;
       s->file_diag = d;
       return finish(s, rc, &d, diag);
+    }
+    if (memchr(buf + held, '\0', got) != NULL) { /* not parsed: a read error may follow */
+      read_rest(s, fd, buf, total, 1);
+      return finish(s, s->file_rc, &s->file_diag, diag);
     }
     (void)XXH3_64bits_update(xs, buf + held, got);
     const char *p = buf, *end = buf + held + got;
     if ((rc = parse_lines(s, &p, end, got == 0, diag)) != 0) {
       if (got > 0)
-        read_rest(s, fd, buf, total);
+        read_rest(s, fd, buf, total, 0);
       return rc;
     }
     held = (size_t)(end - p); /* < sizeof s->buf: parse_lines took longer rests */

@@ -139,6 +139,12 @@ dbuf__tensors_prefault_init(const dbuf_tensors_t *t, dbuf__prefault_t *pf)
   prefault_add(pf, m->slots, (size_t)m->nslots * sizeof *m->slots, -1);
 }
 
+/* Of a region whose pages keys land in at random (the name index, sized
+ * for every line of a file that may hold few tensors), the adds of n keys
+ * touch nearly every page once there are three keys a page (all but 5%):
+ * only then is the whole of it faulted in ahead. */
+#define PREFAULT_KEYS_A_PAGE 3
+
 void
 dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
 {
@@ -148,15 +154,16 @@ dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
     size_t len = pf->r[i].len, done = pf->r[i].done, want; /* fault in past want */
     int per = pf->r[i].per;
     if (per < 0)
-      want = len;
+      want = tensors >= 0 && (uint64_t)tensors / PREFAULT_KEYS_A_PAGE >= len / page ? len : 0;
     else if (per == 0)
       want = name_bytes < 0 ? 0 : (size_t)name_bytes;
     else
       want = tensors < 0 || (uint64_t)tensors > SIZE_MAX / (unsigned)per
                  ? len
                  : (size_t)tensors * (unsigned)per;
+    want = want < len ? want : len;
     if (want <= done)
-      continue;
+      continue; /* also once the whole region is done */
     want = want > len - PREFAULT_STEP || len < PREFAULT_STEP ? len : want + PREFAULT_STEP;
     uintptr_t a = ((uintptr_t)pf->r[i].base + done) & ~(page - 1);
     uintptr_t e = (uintptr_t)pf->r[i].base + want;
