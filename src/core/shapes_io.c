@@ -161,27 +161,26 @@ out:
   return rc;
 }
 
-/* The separators of a text line's fields. */
-static inline int
-is_sep(char c)
-{
-  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
+/* The bytes of a text line: 1 a separator of its fields (those of the
+ * strcspn() below), 2 its end. */
+static const unsigned char field_class[256] = {
+    ['\0'] = 2, [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1, ['\v'] = 1,
+};
 
-/* The next field of a line at *p (NUL-terminated in place), or NULL. */
+/* The next field of a line at *p (NUL-terminated in place, *len its
+ * bytes), or NULL. */
 static inline char *
-next_field(char **p)
+next_field(char **p, size_t *len)
 {
   char *s = *p;
-  while (is_sep(*s))
+  while (field_class[(unsigned char)*s] == 1)
     s++;
   if (*s == '\0') {
     *p = s;
     return NULL;
   }
-  char *e = s + 1;
-  while (*e != '\0' && !is_sep(*e))
-    e++;
+  char *e = s + 1 + strcspn(s + 1, " \t\r\f\v"); /* vectorized by the C library */
+  *len = (size_t)(e - s);
   if (*e != '\0')
     *e++ = '\0';
   *p = e;
@@ -343,12 +342,13 @@ parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
   memcpy(buf, p, n);
   buf[n] = '\0';
   char *at = buf;
-  char *tname = next_field(&at);
+  size_t tlen = 0, flen;
+  char *tname = next_field(&at, &tlen);
   if (tname == NULL)
     return 0;
-  char *shape = next_field(&at);
-  char *dtype = next_field(&at);
-  char *extra = next_field(&at);
+  char *shape = next_field(&at, &flen);
+  char *dtype = shape ? next_field(&at, &flen) : NULL;
+  char *extra = dtype ? next_field(&at, &flen) : NULL;
   if (shape == NULL)
     return dbuf__diag(diag, DBUF_EPARSE,
                       "%s:%ld: tensor %s: missing shape (expected 'NAME "
@@ -368,7 +368,7 @@ parse_fields(text_state_t *s, const char *p, const char *le, char *tname_out,
                         dbuf_dtype_size(q->dtype) == 0))
     return dbuf__diag(diag, DBUF_EPARSE, "%s:%ld: tensor %s: unknown dtype '%s' (%s)", name,
                       line, tname, dtype, dbuf_dtype_list());
-  q->len = strlen(tname);
+  q->len = tlen;
   memcpy(tname_out, tname, q->len + 1);
   dbuf__tensors_precheck(tname_out, q->len, q->ndim, q->dims, &q->pre);
   return 0;

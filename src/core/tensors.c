@@ -533,13 +533,20 @@ name_ok(const char *name, size_t len)
     return 0;
   /* 8 bytes a step: a high bit where a byte is below '!' (0x21) or above
    * '~' (0x7e), the "has less" and "has more" word tests. */
-  for (; i + 8 <= len; i += 8) {
+  for (;;) {
     uint64_t w;
+    if (i + 8 > len) {
+      if (len < 8)
+        break;
+      i = len - 8; /* the last 8 bytes, some of them seen already */
+    }
     memcpy(&w, p + i, 8);
     bad |= ((w - ones * 0x21) & ~w) | ((w + ones * (127 - 0x7e)) | w);
+    if ((i += 8) == len)
+      break;
   }
   bad &= highs;
-  for (; i < len; i++)
+  for (; i < len; i++) /* a name of less than 8 bytes */
     bad |= (unsigned)(p[i] - 0x21u) >= 0x5eu;
   if (!bad)
     return 1;
@@ -1024,15 +1031,20 @@ dbuf_shape_parse(const char *text, int *ndim, int64_t dims[DBUF_MAX_DIMS],
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   for (;;) {
     const char *end;
-    if (!isdigit((unsigned char)*p))
+    /* digits in the C locale alone, as isdigit() there */
+    if ((unsigned)(*p - '0') > 9)
       return dbuf__diag(diag, DBUF_EPARSE,
                         "shape '%s': expected a non-negative integer at '%s'",
                         text, p);
     int64_t v = 0;
-    for (end = p; isdigit((unsigned char)*end); end++) {
-      if (dbuf__mul(v, 10, &v) || dbuf__add(v, *end - '0', &v))
+    for (end = p; (unsigned)(*end - '0') <= 9 && end - p < 18; end++)
+      v = v * 10 + (*end - '0'); /* 18 digits fit in 63 bits */
+    for (; (unsigned)(*end - '0') <= 9; end++) {
+      int64_t digit = *end - '0';
+      if (v > (INT64_MAX - digit) / 10)
         return dbuf__diag(diag, DBUF_EOVERFLOW,
                           "shape '%s': dim %d does not fit in 64 bits", text, n);
+      v = v * 10 + digit;
     }
     if (n == DBUF_MAX_DIMS)
       return dbuf__diag(diag, DBUF_ESHAPE, "shape '%s': more than %d dims", text,
