@@ -214,6 +214,72 @@ START_TEST(test_big_file_uneven)
 }
 END_TEST
 
+/* The fields of a text line: any run of blanks, tabs, CR, FF and VT
+ * between them, before and after; dims of 18 digits and more, and one
+ * past INT64_MAX.  The same list or message from the in-memory
+ * parse and from a file big enough for the reader thread (the lines after
+ * 60,000 plain ones). */
+START_TEST(test_text_fields)
+{
+  static const struct {
+    const char *line, *name;
+    int64_t d0, d1; /* d1 0: 1-D */
+    dbuf_dtype_t dtype;
+    const char *err; /* after "PATH:LINE: " */
+  } cases[] = {
+      {"a\t3x4\r", "a", 3, 4, DBUF_DTYPE_NONE, NULL},
+      {" \f b\v\v5 bf16 \t", "b", 5, 0, DBUF_DTYPE_BF16, NULL},
+      {"c 999999999999999999x1", "c", 999999999999999999, 1, DBUF_DTYPE_NONE, NULL},
+      {"d 4611686018427387904", "d", INT64_C(1) << 62, 0, DBUF_DTYPE_NONE, NULL},
+      {"f 0000000000000000000000009x2", "f", 9, 2, DBUF_DTYPE_NONE, NULL},
+      {"e 9223372036854775808", NULL, 0, 0, DBUF_DTYPE_NONE,
+       "tensor e: shape '9223372036854775808': dim 0 does not fit in 64 bits"},
+      {"g 12x99999999999999999999", NULL, 0, 0, DBUF_DTYPE_NONE,
+       "tensor g: shape '12x99999999999999999999': dim 1 does not fit in 64 bits"},
+      {"h\t3\tfp32\tz", NULL, 0, 0, DBUF_DTYPE_NONE,
+       "tensor h: unexpected text 'z' after the dtype"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    for (int big = 0; big < 2; big++) {
+      size_t len = 0, n = big ? 60000 : 0;
+      char *text = big ? big_text((int64_t)n, &len) : NULL, want[256];
+      text = realloc(text, len + 128);
+      ck_assert_ptr_nonnull(text);
+      len += (size_t)sprintf(text + len, "%s\n", cases[c].line);
+      long line = big ? line_of((int64_t)n - 1) + 1 : 1;
+      dbuf_tensors_t *t = NULL;
+      dbuf_diag_t d;
+      const char *path = "f.shapes";
+      int rc;
+      if (big) {
+        ck_assert_uint_gt(len, (size_t)1 << 20);
+        path = put_file("f.shapes", text, len);
+        rc = dbuf_shapes_read(path, &t, NULL, &d);
+      } else {
+        rc = dbuf_shapes_parse(path, text, len, &t, &d);
+      }
+      if (cases[c].err != NULL) {
+        ck_assert_int_ne(rc, 0);
+        snprintf(want, sizeof want, "%s:%ld: %s", path, line, cases[c].err);
+        ck_assert_str_eq(d.msg, want);
+      } else {
+        ck_assert_msg(rc == 0, "case %zu: %s", c, d.msg);
+        int64_t id = (int64_t)n;
+        ck_assert_int_eq(dbuf_tensors_count(t), id + 1);
+        ck_assert_str_eq(dbuf_tensors_name(t, id), cases[c].name);
+        ck_assert_int_eq(dbuf_tensors_ndim(t, id), cases[c].d1 ? 2 : 1);
+        ck_assert_int_eq(dbuf_tensors_dims(t, id)[0], cases[c].d0);
+        if (cases[c].d1)
+          ck_assert_int_eq(dbuf_tensors_dims(t, id)[1], cases[c].d1);
+        ck_assert_int_eq(dbuf_tensors_dtype(t, id), cases[c].dtype);
+      }
+      dbuf_tensors_destroy(t);
+      free(text);
+    }
+  }
+}
+END_TEST
+
 /* Found in review: the reader thread faulted in the whole name index,
  * which is sized for every line of the file, also for a file of 16 M
  * comment lines and one tensor (128 MiB of index pages, never written).
@@ -307,6 +373,7 @@ main(void)
   tcase_add_test(tc, test_big_file_errors);
   tcase_add_test(tc, test_big_file_uneven);
   tcase_add_test(tc, test_big_file_comments);
+  tcase_add_test(tc, test_text_fields);
   tcase_add_test(tc, test_big_json_round_trip);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

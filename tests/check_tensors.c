@@ -303,16 +303,21 @@ START_TEST(test_name_bytes)
   static const unsigned char bad[] = {' ', '\t', 0x01, 0x7f, 0x80, 0xff, 0xc0};
   char name[48];
   int64_t one = 1;
-  for (size_t b = 0; b < sizeof bad; b++) {
-    for (int at = 0; at < 41; at++) {
-      dbuf_tensors_t *t;
-      ck_assert_int_eq(dbuf_tensors_create(&t), 0);
-      memset(name, 'n', 41);
-      name[41] = '\0';
-      name[at] = (char)bad[b];
-      ck_assert_msg(dbuf_tensors_add(t, name, 1, &one, NULL) == DBUF_EINVAL,
-                    "byte 0x%02x at %d passed", bad[b], at);
-      dbuf_tensors_destroy(t);
+  /* every length to 41 (the words, the last overlapping one, the short
+   * names' bytes), every place */
+  for (int len = 1; len <= 41; len++) {
+    for (size_t b = 0; b < sizeof bad; b++) {
+      for (int at = 0; at < len; at++) {
+        dbuf_tensors_t *t;
+        ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+        memset(name, 'n', (size_t)len);
+        name[len] = '\0';
+        ck_assert_int_eq(dbuf_tensors_add(t, name, 1, &one, NULL), 0);
+        name[at] = (char)bad[b];
+        ck_assert_msg(dbuf_tensors_add(t, name, 1, &one, NULL) == DBUF_EINVAL,
+                      "byte 0x%02x at %d of %d passed", bad[b], at, len);
+        dbuf_tensors_destroy(t);
+      }
     }
   }
   dbuf_tensors_t *t;
