@@ -195,9 +195,10 @@ void *dbuf__memdup(const void *src, int64_t n, size_t sz);
  * only, with how many tensors and name bytes (NULs included) the list
  * will soon hold: the per-tensor arrays and the name block are faulted in
  * up to there, the name index whole (its writes are random) once there
- * are tensors enough to touch nearly all its pages.  Stale addresses (the list grew past its reservation) fault in
- * nothing that matters: no contents change.  Without kernel support (or
- * after any failure) it does nothing. */
+ * are tensors enough to touch nearly all its pages.  Stale addresses (the
+ * list grew past its reservation) fault in nothing that matters: no
+ * contents change.  Without kernel support (or after any failure) it does
+ * nothing. */
 #define DBUF__PREFAULT_REGIONS 5
 typedef struct dbuf__prefault {
   struct {

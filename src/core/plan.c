@@ -165,21 +165,23 @@ group_tensors(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t d
 {
   int64_t n = dbuf_tensors_count(t), nunits = units ? dbuf_units_count(units) : 1, ng = 0;
   /* The common plan, one unit and one dtype, is one group: its ids are
-   * 0 .. n-1, no grouping pass. */
-  int64_t one = 0, u0 = units && n > 0 ? dbuf_units_of(units, 0) : 0;
+   * 0 .. n-1, no grouping pass.  same: the tensors from the first on in
+   * the first one's unit and dtype. */
+  int64_t same = 0, u0 = units && n > 0 ? dbuf_units_of(units, 0) : 0;
   dbuf_dtype_t d0 = n > 0 ? dbuf_tensors_dtype(t, 0) : DBUF_DTYPE_NONE;
   d0 = d0 == DBUF_DTYPE_NONE ? dtype : d0;
-  while (one < n) {
-    dbuf_dtype_t d = dbuf_tensors_dtype(t, one);
-    if ((d == DBUF_DTYPE_NONE ? dtype : d) != d0 || (units && dbuf_units_of(units, one) != u0))
+  while (same < n) {
+    dbuf_dtype_t d = dbuf_tensors_dtype(t, same);
+    if ((d == DBUF_DTYPE_NONE ? dtype : d) != d0 || (units && dbuf_units_of(units, same) != u0))
       break;
-    one++;
+    same++;
   }
+  int one = n > 0 && same == n;
   int64_t *head = NULL, *group_of = NULL, *order = NULL, *at = NULL;
-  group_t *g = dbuf__mallocn(n > 0 && one == n ? 1 : n, sizeof *g); /* at most one a tensor */
+  group_t *g = dbuf__mallocn(one ? 1 : n, sizeof *g); /* at most one a tensor */
   int64_t *ids = dbuf__mallocn(n, sizeof *ids);
   int rc = DBUF_ENOMEM;
-  if (n > 0 && one == n) {
+  if (one) {
     if (g == NULL || ids == NULL)
       goto out;
     g[0] = (group_t){u0, d0, -1, n, 0};

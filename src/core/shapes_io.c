@@ -161,10 +161,9 @@ out:
   return rc;
 }
 
-/* The bytes of a text line: 1 a separator of its fields (those of the
- * strcspn() below), 2 its end. */
-static const unsigned char field_class[256] = {
-    ['\0'] = 2, [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1, ['\v'] = 1,
+/* The separators of a text line's fields (those of the strcspn() below). */
+static const unsigned char is_sep[256] = {
+    [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1, ['\v'] = 1,
 };
 
 /* The next field of a line at *p (NUL-terminated in place, *len its
@@ -173,7 +172,7 @@ static inline char *
 next_field(char **p, size_t *len)
 {
   char *s = *p;
-  while (field_class[(unsigned char)*s] == 1)
+  while (is_sep[(unsigned char)*s])
     s++;
   if (*s == '\0') {
     *p = s;
@@ -578,9 +577,6 @@ scan_file(int fd, const char *name, char *buf, int64_t size, int sample, scan_t 
   return rc;
 }
 
-/* The second pass over a text shapes file: read it chunk by chunk, the
- * digest of every byte on the way, and parse it into s's batches.  Ends
- * with finish() (but when the adds have stopped): 0, or an error. */
 /* After an error in a line or a NUL byte (nul), the rest of the file is
  * still read for the errors of the file itself, which come first in
  * dbuf_file_read_all()'s order (a read error or the size limit, then a

@@ -151,7 +151,7 @@ dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
 #ifdef MADV_POPULATE_WRITE
   const uintptr_t page = 4096;
   for (int i = 0; i < pf->n && !pf->off; i++) {
-    size_t len = pf->r[i].len, done = pf->r[i].done, want; /* fault in past want */
+    size_t len = pf->r[i].len, done = pf->r[i].done, want; /* bytes soon written */
     int per = pf->r[i].per;
     if (per < 0)
       want = tensors >= 0 && (uint64_t)tensors / PREFAULT_KEYS_A_PAGE >= len / page ? len : 0;
@@ -164,6 +164,7 @@ dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
     want = want < len ? want : len;
     if (want <= done)
       continue; /* also once the whole region is done */
+    /* a step past it, so that the next call has room to run ahead */
     want = want > len - PREFAULT_STEP || len < PREFAULT_STEP ? len : want + PREFAULT_STEP;
     uintptr_t a = ((uintptr_t)pf->r[i].base + done) & ~(page - 1);
     uintptr_t e = (uintptr_t)pf->r[i].base + want;
