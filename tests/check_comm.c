@@ -238,25 +238,26 @@ START_TEST(test_bcast_layout)
 }
 END_TEST
 
-/* A plan of two buffers (two kinds), chunks of 7 bytes: every rank gets
- * every buffer with its unit, dtype and layout digest; rank 0's error and an
- * unexpected rank count reach every rank. */
-START_TEST(test_bcast_plan)
+/* A plan of two buffers, "root" fp32 (padded) and "layers.0" bf16 (kind
+ * second), both for size ranks; want[k]: buffer k's layout digest. */
+static dbuf_plan_t *
+two_buffers(dbuf_layout_kind_t second, uint64_t want[2])
 {
-  dbuf_comm_t *c = world();
-  dbuf_comm_set_chunk(c, 7);
-  dbuf_plan_t *mine = NULL, *got = NULL;
-  uint64_t want[2], dig = 0;
-  dbuf_diag_t d;
-  ALL_INT_EQ(dbuf_plan_create(&mine), 0);
+  dbuf_plan_t *p = NULL;
+  ALL_INT_EQ(dbuf_plan_create(&p), 0);
   for (int k = 0; k < 2; k++) {
-    dbuf_layout_t *l = test_layout_ok(k == 0 ? DBUF_LAYOUT_PADDED : DBUF_LAYOUT_UNPADDED, size);
+    dbuf_layout_t *l = test_layout_ok(k == 0 ? DBUF_LAYOUT_PADDED : second, size);
     ALL_INT_EQ(dbuf_wire_digest(l, &want[k], NULL), 0);
-    ALL_INT_EQ(dbuf_plan_add(mine, k == 0 ? "root" : "layers.0",
+    ALL_INT_EQ(dbuf_plan_add(p, k == 0 ? "root" : "layers.0",
                              k == 0 ? DBUF_DTYPE_F32 : DBUF_DTYPE_BF16, l, NULL, NULL), 0);
   }
-  int rc = dbuf_comm_bcast_plan(c, 0, NULL, rank == 0 ? mine : NULL, size, &got, &dig, &d);
-  ALL_INT_EQ(rc, 0);
+  return p;
+}
+
+/* got holds two_buffers()'s buffers: units, dtypes and layout digests. */
+static void
+assert_two_buffers(const dbuf_plan_t *got, const uint64_t want[2])
+{
   ALL_INT_EQ((int)dbuf_plan_nbuffers(got), 2);
   for (int k = 0; k < 2; k++) {
     dbuf_plan_buffer_t b;
@@ -267,6 +268,22 @@ START_TEST(test_bcast_plan)
     ALL_INT_EQ(dbuf_wire_digest(b.layout, &g, NULL), 0);
     ALL_U64_EQ(g, want[k]);
   }
+}
+
+/* A plan of two buffers (two kinds), chunks of 7 bytes: every rank gets
+ * every buffer with its unit, dtype and layout digest; rank 0's error and an
+ * unexpected rank count reach every rank. */
+START_TEST(test_bcast_plan)
+{
+  dbuf_comm_t *c = world();
+  dbuf_comm_set_chunk(c, 7);
+  dbuf_plan_t *got = NULL;
+  uint64_t want[2], dig = 0;
+  dbuf_diag_t d;
+  dbuf_plan_t *mine = two_buffers(DBUF_LAYOUT_UNPADDED, want);
+  int rc = dbuf_comm_bcast_plan(c, 0, NULL, rank == 0 ? mine : NULL, size, &got, &dig, &d);
+  ALL_INT_EQ(rc, 0);
+  assert_two_buffers(got, want);
   dbuf_plan_destroy(got);
   got = NULL;
   rc = dbuf_comm_bcast_plan(c, 0, NULL, rank == 0 ? mine : NULL, size + 1, &got, NULL, &d);
@@ -278,6 +295,58 @@ START_TEST(test_bcast_plan)
   ALL_INT_EQ(rc, DBUF_EPARSE);
   ALL_STR_EQ(d.msg, "x:1: bad");
   ALL_TRUE(got == NULL);
+  dbuf_plan_destroy(mine);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
+/* dbuf_comm_share_plan(): rank 0 keeps its own plan (the same object, its
+ * layouts' digests noted), every other rank receives an equal one, in
+ * windows of 7 bytes and of the default size; an unexpected rank count and
+ * rank 0's error leave rank 0 its plan and every other rank none. */
+START_TEST(test_share_plan)
+{
+  dbuf_comm_t *c = world();
+  dbuf_comm_set_chunk(c, _i == 0 ? 7 : DBUF_COMM_CHUNK_BYTES);
+  dbuf_plan_t *p = NULL;
+  uint64_t want[2], whole = 0, dig = 0;
+  dbuf_diag_t d;
+  dbuf_plan_t *mine = two_buffers(DBUF_LAYOUT_TENSOR, want);
+  void *buf = NULL;
+  int64_t len = 0;
+  ALL_INT_EQ(dbuf_wire_plan_encode(mine, &buf, &len, NULL), 0);
+  ALL_INT_EQ(dbuf_wire_checksum(buf, len, &whole), 0);
+  free(buf);
+  p = rank == 0 ? mine : NULL;
+  int rc = dbuf_comm_share_plan(c, 0, NULL, &p, size, &dig, &d);
+  ALL_INT_EQ(rc, 0);
+  ALL_TRUE(rank == 0 ? p == mine : p != NULL);
+  ALL_U64_EQ(dig, whole);
+  assert_two_buffers(p, want);
+  /* What each rank holds encodes to the bytes rank 0 sent. */
+  uint64_t again = 0;
+  ALL_INT_EQ(dbuf_wire_plan_encode(p, &buf, &len, NULL), 0);
+  ALL_INT_EQ(dbuf_wire_checksum(buf, len, &again), 0);
+  ALL_U64_EQ(again, whole);
+  free(buf);
+  if (rank != 0)
+    dbuf_plan_destroy(p);
+  p = rank == 0 ? mine : NULL;
+  rc = dbuf_comm_share_plan(c, 0, NULL, &p, size + 1, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_ENRANKS);
+  ALL_TRUE(rank == 0 ? p == mine : p == NULL);
+  ALL_PREFIX(d.msg, "rank 0: received buffer root/fp32 has ");
+  p = NULL;
+  rc = dbuf_comm_share_plan(c, rank == 0 ? DBUF_EPARSE : 0, rank == 0 ? "x:1: bad" : NULL, &p,
+                            size, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_EPARSE);
+  ALL_STR_EQ(d.msg, "x:1: bad");
+  ALL_TRUE(p == NULL);
+  /* A NULL plan pointer on one rank: every rank refuses before sending. */
+  p = rank == 0 ? mine : NULL;
+  rc = dbuf_comm_share_plan(c, 0, NULL, rank == size - 1 ? NULL : &p, size, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_EINVAL);
+  ALL_TRUE(rank == 0 ? p == mine : p == NULL);
   dbuf_plan_destroy(mine);
   dbuf_comm_destroy(c);
 }
@@ -774,6 +843,7 @@ main(int argc, char **argv)
   tcase_add_loop_test(tc, test_bcast_layout, 0, 2);
   tcase_add_test(tc, test_bcast_root_failure);
   tcase_add_test(tc, test_bcast_plan);
+  tcase_add_loop_test(tc, test_share_plan, 0, 2);
   tcase_add_test(tc, test_nodes_and_inputs);
   tcase_add_test(tc, test_gather);
   tcase_add_test(tc, test_structure_ok);

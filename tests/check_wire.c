@@ -1,8 +1,10 @@
 /*
  * Wire format tests: round trips of every golden and zoo layout, and every
  * kind of corruption (each bit flipped, each truncation, wrong magic, a
- * future version, forged counts) rejected with the right code.
+ * future version, forged counts) rejected with the right code; messages
+ * streamed window by window equal to the whole encodings.
  */
+#include "core_internal.h"
 #include "dbuf/layout.h"
 #include "dbuf/layout_json.h"
 #include "dbuf/shapes_io.h"
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "layout_internal.h"
 #include "testutil.h"
 
 static json_t *cases; /* golden cases from both files, error cases dropped */
@@ -1059,6 +1062,122 @@ START_TEST(test_plan_messages)
 }
 END_TEST
 
+/* A sink that keeps what it is given and checks how: one begin() with
+ * the length first, then windows of exactly `window` bytes but the last;
+ * fail_at: the call (0: begin, k: the k-th window) that fails. */
+typedef struct {
+  uint8_t *p;
+  int64_t total, len, window, calls, fail_at;
+  int begins, last_seen;
+} sink_rec_t;
+
+static int
+rec_begin(void *arg, int64_t total)
+{
+  sink_rec_t *r = arg;
+  r->begins++;
+  r->total = total;
+  if (r->fail_at == 0)
+    return DBUF_EMPI;
+  r->p = malloc((size_t)total);
+  ck_assert_ptr_nonnull(r->p);
+  return 0;
+}
+
+static int
+rec_bytes(void *arg, const void *p, int64_t n)
+{
+  sink_rec_t *r = arg;
+  ck_assert_int_eq(r->begins, 1);
+  ck_assert(!r->last_seen);
+  ck_assert(n >= 1 && n <= r->window && r->len + n <= r->total);
+  r->last_seen = n < r->window;
+  memcpy(r->p + r->len, p, (size_t)n);
+  r->len += n;
+  return ++r->calls == r->fail_at ? DBUF_EMPI : 0;
+}
+
+static const int64_t stream_windows[] = {1, 7, 64, 127, 128, 129, 4096, (int64_t)1 << 20};
+
+START_TEST(test_stream_send)
+{
+  int64_t win = stream_windows[_i];
+  dbuf_plan_t *p = seed_plan();
+  ck_assert_int_eq(dbuf_plan_add(p, "model.layers.1", DBUF_DTYPE_F16,
+                                 seed_layout(DBUF_LAYOUT_TENSOR), NULL, NULL), 0);
+  void *whole;
+  int64_t len;
+  uint64_t want = 0, sum = 0, dig[3];
+  ck_assert_int_eq(dbuf_wire_plan_encode(p, &whole, &len, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_checksum(whole, len, &want), 0);
+  for (int b = 0; b < 3; b++) {
+    dbuf_plan_buffer_t pb;
+    dbuf_plan_buffer(p, b, &pb);
+    ck_assert_int_eq(dbuf_wire_digest(pb.layout, &dig[b], NULL), 0);
+    ck_assert(!pb.layout->has_digest);
+  }
+  /* The plan, without and with its digests noted. */
+  for (int note = 0; note < 2; note++) {
+    sink_rec_t r = {.window = win, .fail_at = -1};
+    dbuf__wire_sink_t sink = {rec_begin, rec_bytes, &r, win};
+    ck_assert_int_eq(dbuf__wire_plan_send(p, &sink, &sum, note, NULL), 0);
+    ck_assert_int_eq(r.begins, 1);
+    ck_assert_int_eq(r.len, len);
+    ck_assert_int_eq(r.calls, (len + win - 1) / win);
+    ck_assert_int_eq(memcmp(r.p, whole, (size_t)len), 0);
+    ck_assert(sum == want);
+    free(r.p);
+    for (int b = 0; b < 3; b++) {
+      dbuf_plan_buffer_t pb;
+      uint64_t d = 0;
+      dbuf_plan_buffer(p, b, &pb);
+      ck_assert_int_eq(pb.layout->has_digest, note);
+      ck_assert_int_eq(dbuf_wire_digest(pb.layout, &d, NULL), 0);
+      ck_assert(d == dig[b]);
+    }
+  }
+  free(whole);
+  const int64_t nwin = (len + win - 1) / win;
+  /* Each layout alone, as dbuf_wire_encode() writes it. */
+  for (int b = 0; b < 3; b++) {
+    dbuf_plan_buffer_t pb;
+    dbuf_plan_buffer(p, b, &pb);
+    ck_assert_int_eq(dbuf_wire_encode(pb.layout, &whole, &len, NULL), 0);
+    sink_rec_t r = {.window = win, .fail_at = -1};
+    dbuf__wire_sink_t sink = {rec_begin, rec_bytes, &r, win};
+    ck_assert_int_eq(dbuf__wire_send(pb.layout, &sink, &sum, NULL), 0);
+    ck_assert_int_eq(r.len, len);
+    ck_assert_int_eq(memcmp(r.p, whole, (size_t)len), 0);
+    ck_assert(sum == dig[b]);
+    free(r.p);
+    free(whole);
+  }
+  /* A failing begin: no window; a failing window: none after it. */
+  for (int64_t at = 0; at < 3 && at <= nwin; at++) {
+    sink_rec_t r = {.window = win, .fail_at = at};
+    dbuf__wire_sink_t sink = {rec_begin, rec_bytes, &r, win};
+    ck_assert_int_eq(dbuf__wire_plan_send(p, &sink, NULL, 0, NULL), DBUF_EMPI);
+    ck_assert_int_eq(r.calls, at);
+    free(r.p);
+  }
+  /* What the encoder refuses fails before begin, with its message. */
+  char unit[DBUF_WIRE_UNIT_MAX + 2];
+  memset(unit, 'u', sizeof unit - 1);
+  unit[sizeof unit - 1] = '\0';
+  ck_assert_int_eq(dbuf_plan_add(p, unit, DBUF_DTYPE_F32, seed_layout(DBUF_LAYOUT_PADDED), NULL,
+                                 NULL), 0);
+  sink_rec_t r = {.window = win, .fail_at = -1};
+  dbuf__wire_sink_t sink = {rec_begin, rec_bytes, &r, win};
+  dbuf_diag_t d;
+  ck_assert_int_eq(dbuf__wire_plan_send(p, &sink, NULL, 0, &d), DBUF_EINVAL);
+  ck_assert_int_eq(r.begins, 0);
+  ck_assert_ptr_nonnull(strstr(d.msg, "unit name of 4097 bytes"));
+  sink.window = 0;
+  ck_assert_int_eq(dbuf__wire_plan_send(p, &sink, NULL, 0, NULL), DBUF_EINVAL);
+  dbuf_plan_destroy(p);
+}
+END_TEST
+
 /* Every zoo model at 8 ranks, padded, including deepseek-v3's 45,395 tensors. */
 START_TEST(test_zoo_models)
 {
@@ -1103,6 +1222,8 @@ wire_suite(void)
   tcase_add_loop_test(tc, test_digest_not_canonical, 0, 7);
   tcase_add_test(tc, test_names_budget);
   tcase_add_test(tc, test_plan_messages);
+  tcase_add_loop_test(tc, test_stream_send, 0,
+                      (int)(sizeof stream_windows / sizeof stream_windows[0]));
   suite_add_tcase(s, tc);
   return s;
 }

@@ -137,7 +137,8 @@ DBUF_EXPORT int dbuf_comm_agree_diag(dbuf_comm_t *ctx, int local_rc, dbuf_diag_t
  * In the second case every rank returns root_rc promptly with root_msg in
  * diag, unchanged (it is rank 0's message for people, already naming the
  * file and line).  Otherwise rank 0 encodes the layout (dbuf/wire.h), the
- * bytes go out in chunks, and every rank, rank 0 included, decodes them,
+ * bytes go out in windows of at most 1 MiB as they are written, and every
+ * rank, rank 0 included (from a copy of its message), decodes them,
  * re-validates every invariant (dbuf_layout_validate) and checks the layout
  * has nranks_expected segments; the outcome is agreed.
  * \param[in]  root_rc          rank 0: 0 or its error; ignored elsewhere
@@ -163,8 +164,9 @@ DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char
  * Collective on the context's communicator.  The same protocol and
  * guarantees as dbuf_comm_bcast_layout(), for a whole plan: rank 0 encodes it
  * as one plan message (dbuf_wire_plan_encode(): every buffer's unit, dtype
- * and layout message), the bytes go out in chunks, and every rank decodes it
- * (every length, count and checksum checked), re-validates every buffer's
+ * and layout message), the bytes go out in windows as they are written,
+ * and every rank decodes it (rank 0 a copy of what it sent; every length,
+ * count and checksum checked), re-validates every buffer's
  * layout and checks it has nranks_expected segments; the outcome is agreed.
  * A plan of no buffer is refused (DBUF_EFORMAT).  Each buffer's own identity
  * is its layout's digest (dbuf_wire_digest()), the checksum of the layout
@@ -180,6 +182,26 @@ DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char
 DBUF_EXPORT int dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                                      const dbuf_plan_t *plan, int nranks_expected,
                                      dbuf_plan_t **out, uint64_t *digest, dbuf_diag_t *diag);
+
+/**
+ * \brief Share rank 0's plan (or its failure to make one) with every rank.
+ *
+ * Collective on the context's communicator.  dbuf_comm_bcast_plan(), except
+ * that rank 0 keeps its own plan instead of decoding a copy: it sends the
+ * message as it writes it (a window of at most 1 MiB at a time, never the
+ * whole message in its memory) and re-validates its plan as the others do
+ * theirs.  Every other rank receives, decodes and re-validates, as with
+ * dbuf_comm_bcast_plan(); the outcome is agreed.  On rank 0 the plan's
+ * layouts remember their digests (dbuf_wire_digest() then costs nothing).
+ * \param[in,out] plan  rank 0: in, its plan when root_rc == 0 (still the
+ *                      caller's, on failure too); every other rank: out,
+ *                      a new plan on success (dbuf_plan_destroy()), NULL
+ *                      on failure
+ * \return as dbuf_comm_bcast_plan() -- agreed
+ */
+DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
+                                     dbuf_plan_t **plan, int nranks_expected, uint64_t *digest,
+                                     dbuf_diag_t *diag);
 
 /* ------------------------------------------------------------------------ */
 /* Hosts and nodes                                                           */

@@ -580,7 +580,7 @@ typedef struct run {
   int launched;               /* started by mpirun, srun, ... */
   int root_failed;            /* rank 0 could not read or plan */
   dbuf_tensors_t *t;
-  dbuf_plan_t *planned, *plan; /* rank 0's plan; the broadcast one */
+  dbuf_plan_t *planned, *plan; /* rank 0's plan while it plans; the shared one */
   run_buf_t *buf;             /* [nbuf] in plan order */
   int64_t nbuf;
   int64_t fault_buf;          /* the buffer the shift, stale and corrupt faults hit */
@@ -790,9 +790,15 @@ run_plan(run_t *r)
   r->tm.plan = MPI_Wtime() - t0;
   t0 = MPI_Wtime();
   uint64_t plan_digest = 0;
-  int brc = dbuf_comm_bcast_plan(r->ctx, rc, r->rank == 0 ? cli_err_last() : NULL, r->planned,
-                                 r->o.plan.params.nranks, &r->plan, &plan_digest, &d);
+  r->plan = r->planned; /* rank 0 keeps the plan it made; the others receive it */
+  r->planned = NULL;
+  int brc = dbuf_comm_share_plan(r->ctx, rc, r->rank == 0 ? cli_err_last() : NULL, &r->plan,
+                                 r->o.plan.params.nranks, &plan_digest, &d);
   r->tm.broadcast = MPI_Wtime() - t0;
+  if (brc != 0 && r->rank == 0) { /* no rank has a shared plan */
+    r->planned = r->plan;
+    r->plan = NULL;
+  }
   if (brc != 0 && !(r->rank == 0 && rc != 0)) /* rank 0 printed its own error */
     cli_err("%s", d.msg);
   if (brc == 0) {

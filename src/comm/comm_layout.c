@@ -19,15 +19,75 @@ agree_rc(dbuf_comm_t *ctx, int local_rc)
   return rc != 0 ? rc : g;
 }
 
-/* The message of rank 0 (root_rc 0: the bytes encode() makes of obj) or its
- * error, to every rank.  On 0 every rank holds *msg (malloc'd) and *len;
- * otherwise every rank returns the same code with diag filled. */
-typedef int (*encode_fn)(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag);
+/* What rank 0 sends: the message of obj, streamed (dbuf__wire_send()). */
+typedef int (*send_fn)(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum,
+                       int note, dbuf_diag_t *diag);
+
+/* The windows of a message (MPI_Bcast counts must match on every rank):
+ * at most 1 MiB, which stays in cache, and at most the context's chunk. */
+static int64_t
+window_of(const dbuf_comm_t *ctx)
+{
+  const int64_t most = (int64_t)1 << 20;
+  return ctx->chunk < most ? ctx->chunk : most;
+}
+
+/* Whether every rank has room for the len-byte message (the receivers
+ * allocated it; mine is this rank's code): agreed, diag filled on failure. */
+static int
+ready_to_receive(dbuf_comm_t *ctx, int mine, int64_t len, const char *what, dbuf_diag_t *diag)
+{
+  int rc = agree_rc(ctx, mine);
+  if (rc != 0 && diag != NULL) {
+    diag->code = rc;
+    snprintf(diag->msg, sizeof diag->msg, "cannot receive the %" PRId64 "-byte %s: %s", len,
+             what, dbuf_strerror(rc));
+  }
+  return rc;
+}
+
+/* Rank 0's end of the stream: the header once the length is known, then
+ * every window as written. */
+typedef struct {
+  dbuf_comm_t *ctx;
+  const char *what;
+  dbuf_diag_t *diag; /* where a receiver's failure goes */
+  int began;         /* the header went out */
+} root_stream_t;
 
 static int
+root_begin(void *arg, int64_t total)
+{
+  root_stream_t *s = arg;
+  int64_t hdr[2] = {0, total};
+  s->began = 1;
+  if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, s->ctx->comm) != MPI_SUCCESS)
+    return DBUF_EMPI;
+  return ready_to_receive(s->ctx, 0, total, s->what, s->diag);
+}
+
+static int
+root_bytes(void *arg, const void *p, int64_t n)
+{
+  root_stream_t *s = arg;
+  int count = 0;
+  int rc = dbuf_comm_count(n, &count);
+  if (rc == 0 && MPI_Bcast((void *)p, count, MPI_BYTE, 0, s->ctx->comm) != MPI_SUCCESS)
+    rc = DBUF_EMPI;
+  return rc;
+}
+
+/*
+ * The message of rank 0 (root_rc 0: obj sent as send() writes it, window
+ * by window, without the whole message in its memory) or its error, to
+ * every rank.  On 0 every other rank holds *msg (malloc'd) and *len, and
+ * rank 0 *msg NULL and *sum, the message's trailer; otherwise every rank
+ * returns the same code with diag filled.
+ */
+static int
 bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
-              const char *what, encode_fn encode, int out_ok, int64_t nranks_expected, void **msg,
-              int64_t *len, dbuf_diag_t *diag)
+              const char *what, send_fn send, int note, int out_ok, int64_t nranks_expected,
+              void **msg, int64_t *len, uint64_t *sum, dbuf_diag_t *diag)
 {
   void *buf = NULL;
   int64_t hdr[2] = {0, 0}; /* rank 0's code; then message or payload bytes */
@@ -48,29 +108,29 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     }
     return rc;
   }
+  *msg = NULL;
   if (ctx->rank == 0) {
     if (root_rc == 0 && obj == NULL) {
       root_rc = DBUF_EINVAL;
       root_msg = "nothing to broadcast";
     }
-    if (root_rc == 0 && encode(obj, &buf, &hdr[1], &local) != 0) {
-      root_rc = local.code;
+    if (root_rc == 0) {
+      root_stream_t s = {ctx, what, diag, 0};
+      const dbuf__wire_sink_t sink = {root_begin, root_bytes, &s, window_of(ctx)};
+      rc = send(obj, &sink, sum, note, &local);
+      if (s.began) /* sent, or failed with every rank */
+        return rc;
+      root_rc = rc;
       root_msg = local.msg;
     }
     if (root_rc > 0) /* not an error code: keep the promise of a negative one */
       root_rc = DBUF_EINVAL;
     hdr[0] = root_rc;
-    if (root_rc != 0) {
-      free(buf);
-      buf = NULL;
-      hdr[1] = root_msg ? (int64_t)strnlen(root_msg, DBUF_DIAG_LEN - 1) : 0;
-    }
+    hdr[1] = root_msg ? (int64_t)strnlen(root_msg, DBUF_DIAG_LEN - 1) : 0;
   }
   /* Everyone learns what follows: a failure message or the bytes. */
-  if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS) {
-    free(buf);
+  if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS)
     return DBUF_EMPI;
-  }
   if (hdr[0] != 0) {
     char m[DBUF_DIAG_LEN];
     memset(m, 0, sizeof m);
@@ -87,25 +147,27 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     return (int)hdr[0];
   }
   /* A large message comes in huge pages (dbuf__mallocn): 4 KiB pages
-   * would take a fault each on first touch, as long as the copy itself. */
-  if (ctx->rank != 0 && (buf = dbuf__mallocn(hdr[1], 1)) == NULL)
-    rc = DBUF_ENOMEM;
-  /* Never enter the chunked broadcast unless every rank has its buffer. */
-  if ((rc = agree_rc(ctx, rc)) != 0) {
+   * would take a fault each on first touch, as long as the copy itself.
+   * Never enter the windows unless every rank has its buffer. */
+  if (hdr[1] < 8 || (buf = dbuf__mallocn(hdr[1], 1)) == NULL) /* 8: the trailer */
+    rc = hdr[1] < 8 ? DBUF_EFORMAT : DBUF_ENOMEM;
+  if ((rc = ready_to_receive(ctx, rc, hdr[1], what, diag)) != 0) {
     free(buf);
-    if (diag != NULL) {
-      diag->code = rc;
-      snprintf(diag->msg, sizeof diag->msg, "cannot receive the %" PRId64 "-byte %s: %s",
-               hdr[1], what, dbuf_strerror(rc));
-    }
     return rc;
   }
-  if ((rc = dbuf__comm_bcast_bytes(ctx, buf, hdr[1], 0)) != 0) {
-    free(buf);
-    return rc;
+  const int64_t win = window_of(ctx);
+  for (int64_t done = 0; done < hdr[1]; done += win) {
+    int64_t n = hdr[1] - done < win ? hdr[1] - done : win;
+    if (MPI_Bcast((char *)buf + done, (int)n, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS) {
+      free(buf);
+      return DBUF_EMPI;
+    }
   }
   *msg = buf;
   *len = hdr[1];
+  *sum = 0;
+  for (int i = 0; i < 8; i++)
+    *sum |= (uint64_t)((const unsigned char *)buf)[hdr[1] - 8 + i] << (8 * i);
   return 0;
 }
 
@@ -126,6 +188,25 @@ check_received(const dbuf_layout_t *l, const char *what, int nranks_expected, db
   }
   return 0;
 }
+
+static int
+send_layout(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum, int note,
+            dbuf_diag_t *diag)
+{
+  (void)note; /* a layout broadcast never hands rank 0's layout over */
+  return dbuf__wire_send(obj, sink, sum, diag);
+}
+
+static int
+send_plan(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum, int note,
+          dbuf_diag_t *diag)
+{
+  return dbuf__wire_plan_send(obj, sink, sum, note, diag);
+}
+
+/* Rank 0's own copy of what it sent, for the broadcasts that give every
+ * rank a new object: the message made whole and decoded like the others. */
+typedef int (*encode_fn)(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag);
 
 static int
 encode_layout(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
@@ -199,34 +280,47 @@ destroy_plan(void *obj)
   dbuf_plan_destroy(obj);
 }
 
-/* Broadcast obj's message; every rank, rank 0 included, decodes and
- * re-validates what it received, and the ranks agree on the outcome.  The
- * digest is the message's trailer (a little-endian word). */
+/* How rank 0 ends a broadcast: with a decoded copy of its message (the
+ * public broadcasts: every rank a new object), or with obj itself. */
+typedef struct {
+  send_fn send;
+  encode_fn encode; /* NULL: rank 0 keeps obj (and notes its digests) */
+  decode_fn decode;
+  check_fn check;
+  void (*destroy)(void *);
+} codec_t;
+
+/* Broadcast obj's message; every other rank decodes and re-validates what
+ * it received, rank 0 re-validates its copy (or obj), and the ranks agree
+ * on the outcome.  The digest is the message's trailer. */
 static int
 bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
-             const char *what, encode_fn encode, decode_fn decode, check_fn check,
-             void (*destroy)(void *), int nranks_expected, void **out, uint64_t *digest,
-             dbuf_diag_t *diag)
+             const char *what, const codec_t *c, int nranks_expected, void **out,
+             uint64_t *digest, dbuf_diag_t *diag)
 {
   void *buf = NULL, *got = NULL;
   int64_t len = 0;
+  uint64_t sum = 0;
   dbuf_diag_t local;
-  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, encode, out != NULL,
-                         nranks_expected, &buf, &len, diag);
+  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->encode == NULL,
+                         out != NULL, nranks_expected, &buf, &len, &sum, diag);
   if (rc != 0)
     return rc;
   dbuf_diag_clear(&local);
-  rc = decode(buf, len, &got, &local);
-  uint64_t sum = 0;
-  for (int i = 0; rc == 0 && i < 8; i++)
-    sum |= (uint64_t)((const unsigned char *)buf)[len - 8 + i] << (8 * i);
+  if (ctx->rank == 0 && c->encode == NULL)
+    got = (void *)obj; /* the caller's own, handed back */
+  else if (ctx->rank == 0 && (rc = c->encode(obj, &buf, &len, &local)) == 0)
+    rc = c->decode(buf, len, &got, &local);
+  else if (ctx->rank != 0)
+    rc = c->decode(buf, len, &got, &local);
   free(buf); /* decoded: the checks run without it */
   if (rc == 0)
-    rc = check(got, nranks_expected, &local);
+    rc = c->check(got, nranks_expected, &local);
   local.code = rc;
   rc = dbuf_comm_agree_diag(ctx, rc, &local);
   if (rc != 0) {
-    destroy(got);
+    if (got != obj)
+      c->destroy(got);
     if (diag != NULL)
       *diag = local;
     return rc;
@@ -242,8 +336,9 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  return bcast_object(ctx, root_rc, root_msg, layout, "layout", encode_layout, decode_layout,
-                      check_layout, destroy_layout, nranks_expected, (void **)out, digest, diag);
+  const codec_t c = {send_layout, encode_layout, decode_layout, check_layout, destroy_layout};
+  return bcast_object(ctx, root_rc, root_msg, layout, "layout", &c, nranks_expected,
+                      (void **)out, digest, diag);
 }
 
 int
@@ -251,8 +346,26 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  return bcast_object(ctx, root_rc, root_msg, plan, "plan", encode_plan, decode_plan,
-                      check_plan, destroy_plan, nranks_expected, (void **)out, digest, diag);
+  const codec_t c = {send_plan, encode_plan, decode_plan, check_plan, destroy_plan};
+  return bcast_object(ctx, root_rc, root_msg, plan, "plan", &c, nranks_expected, (void **)out,
+                      digest, diag);
+}
+
+int
+dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg, dbuf_plan_t **plan,
+                     int nranks_expected, uint64_t *digest, dbuf_diag_t *diag)
+{
+  const codec_t c = {send_plan, NULL, decode_plan, check_plan, destroy_plan};
+  void *got = NULL;
+  if (ctx == NULL)
+    return DBUF_EINVAL;
+  int rc = bcast_object(ctx, root_rc, root_msg, ctx->rank == 0 && plan != NULL ? *plan : NULL,
+                        "plan", &c, nranks_expected, plan != NULL ? &got : NULL, digest, diag);
+  if (rc == 0)
+    *plan = got; /* rank 0: its own again */
+  else if (ctx->rank != 0 && plan != NULL)
+    *plan = NULL;
+  return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -211,4 +211,29 @@ typedef struct dbuf__prefault {
 void dbuf__tensors_prefault_init(const struct dbuf_tensors *t, dbuf__prefault_t *pf);
 void dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes);
 
+/*
+ * A layout or plan message handed on as it is written, without the whole
+ * message in memory (internal; libdbuf-mpi sends it).  begin(arg, total)
+ * comes once the length is known and nothing but the sink can fail any
+ * more; then bytes(arg, p, n) with windows of exactly `window` bytes, the
+ * last one shorter.  begin may be NULL; bytes NULL drops the bytes (the
+ * checksum alone).  Returns 0 (*sum, when not NULL, the trailer), a
+ * failure of begin or bytes, or the encoder's (before begin, diag filled).
+ * note: the plan's layouts remember their checksums, so that
+ * dbuf_wire_digest() costs nothing (the sender's own plan, which no other
+ * thread reads meanwhile).
+ */
+typedef struct {
+  int (*begin)(void *arg, int64_t total);
+  int (*bytes)(void *arg, const void *p, int64_t n);
+  void *arg;
+  int64_t window;
+} dbuf__wire_sink_t;
+struct dbuf_layout;
+struct dbuf_plan;
+DBUF__SHARED int dbuf__wire_send(const struct dbuf_layout *l, const dbuf__wire_sink_t *sink,
+                                 uint64_t *sum, dbuf_diag_t *diag);
+DBUF__SHARED int dbuf__wire_plan_send(const struct dbuf_plan *p, const dbuf__wire_sink_t *sink,
+                                      uint64_t *sum, int note, dbuf_diag_t *diag);
+
 #endif /* DBUF_CORE_INTERNAL_H */

@@ -300,7 +300,7 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   l->kind = kind;
   l->nranks = nranks;
   l->block_size = block_size;
-  l->chunk_size = chunk_size;
+  l->chunk_size = dbuf__layout_chunked(kind) ? chunk_size : 0; /* as a decoder keeps it */
   l->size = size;
   l->n = n;
   l->offsets = offsets;

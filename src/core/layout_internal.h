@@ -20,9 +20,9 @@ struct dbuf_layout {
   int64_t *order;         /* [n] ids sorted by (offset, id) */
   int sane; /* range runs from 0 up to size and every tensor lies inside
                [0, size): all offset arithmetic stays in [0, size] */
-  int has_digest;  /* digest is set: the layout was decoded from a message */
-  uint64_t digest; /* that message's checksum, which is dbuf_wire_digest()'s
-                      value (set by the wire decoder alone, and only for a
+  int has_digest;  /* digest is set: the layout was sent or decoded */
+  uint64_t digest; /* the checksum of its message, which is dbuf_wire_digest()'s
+                      value (set by the plan sender, and by the decoder for a
                       message that is the encoder's own bytes for the layout) */
 };
 

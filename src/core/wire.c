@@ -78,35 +78,62 @@ get_u32(const uint8_t *p)
   return (uint32_t)get_le(p, 4);
 }
 
-/* Where a message is written: the whole message in p, or (st set) a
- * window of WINDOW bytes that is hashed into st whenever it fills, for a
- * digest without the message in memory. */
-enum { WINDOW = 1 << 16 };
-
+/* Where a message is written: p, a window of cap bytes.  Not streaming
+ * (sink NULL, cap the whole message) p is the message; streaming, every
+ * full window is hashed and handed to the sink (or dropped, sink->bytes
+ * NULL: a digest without the message in memory) before the next byte, so
+ * that the sink sees windows of exactly cap bytes, the last one shorter.
+ * st hashes the layout message being written (p[from..pos) not yet in it;
+ * inactive between messages), outer the whole plan message (NULL: none). */
 typedef struct {
   uint8_t *p;
-  int64_t pos;      /* bytes in p */
-  XXH3_state_t *st; /* NULL: p holds the whole message */
-  int64_t hashed;   /* streaming: bytes hashed and dropped from p */
+  int64_t pos, cap;
+  int64_t from;
+  int st_on, outer_on;
+  XXH3_state_t *st, *outer;
+  const dbuf__wire_sink_t *sink;
+  int rc; /* the sink's first failure */
 } writer_t;
 
-/* Room for n bytes (n <= WINDOW): streaming, hash and drop the window. */
+/* The window handed on: hashed, then to the sink. */
 static void
-room(writer_t *w, int64_t n)
+drain(writer_t *w)
 {
-  if (w->st != NULL && w->pos + n > WINDOW) {
-    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
-    w->hashed += w->pos;
-    w->pos = 0;
+  if (w->st_on)
+    XXH3_64bits_update(w->st, w->p + w->from, (size_t)(w->pos - w->from));
+  if (w->outer_on)
+    XXH3_64bits_update(w->outer, w->p, (size_t)w->pos);
+  if (w->sink != NULL && w->sink->bytes != NULL && w->rc == 0 && w->pos > 0)
+    w->rc = w->sink->bytes(w->sink->arg, w->p, w->pos);
+  w->pos = w->from = 0;
+}
+
+static void
+w_bytes(writer_t *w, const void *src, int64_t n)
+{
+  const uint8_t *s = src;
+  while (n > 0) {
+    if (w->pos == w->cap)
+      drain(w);
+    int64_t k = w->cap - w->pos < n ? w->cap - w->pos : n;
+    memcpy(w->p + w->pos, s, (size_t)k);
+    w->pos += k;
+    s += k;
+    n -= k;
   }
 }
 
 static void
 w_le(writer_t *w, uint64_t v, int n)
 {
-  room(w, n);
-  put_le(w->p + w->pos, v, n);
-  w->pos += n;
+  if (w->cap - w->pos >= n) {
+    put_le(w->p + w->pos, v, n);
+    w->pos += n;
+  } else { /* across a window's end */
+    uint8_t b[8];
+    put_le(b, v, n);
+    w_bytes(w, b, n);
+  }
 }
 
 static void
@@ -127,19 +154,50 @@ w_u32(writer_t *w, uint32_t v)
   w_le(w, v, 4);
 }
 
+/* A layout message starts here: its hash from the next byte. */
 static void
-w_bytes(writer_t *w, const void *src, int64_t n)
+hash_begin(writer_t *w)
 {
-  if (w->st != NULL && n > WINDOW) { /* a long name: straight into the hash */
-    room(w, WINDOW);
-    XXH3_64bits_update(w->st, src, (size_t)n);
-    w->hashed += n;
-    return;
-  }
-  room(w, n);
-  if (n > 0)
-    memcpy(w->p + w->pos, src, (size_t)n);
-  w->pos += n;
+  XXH3_64bits_reset(w->st);
+  w->from = w->pos;
+  w->st_on = 1;
+}
+
+/* ... and ends: its checksum, the bytes written since hash_begin(). */
+static uint64_t
+hash_end(writer_t *w)
+{
+  XXH3_64bits_update(w->st, w->p + w->from, (size_t)(w->pos - w->from));
+  w->from = w->pos;
+  w->st_on = 0;
+  return XXH3_64bits_digest(w->st);
+}
+
+/* A writer of cap bytes at p (sink NULL: p holds the whole message, or
+ * the digest only when sink has no bytes function); 0 or DBUF_ENOMEM. */
+static int
+writer_init(writer_t *w, uint8_t *p, int64_t cap, int plan, const dbuf__wire_sink_t *sink)
+{
+  memset(w, 0, sizeof *w);
+  w->p = p;
+  w->cap = cap;
+  w->sink = sink;
+  w->st = XXH3_createState();
+  w->outer = plan ? XXH3_createState() : NULL;
+  if (w->st == NULL || (plan && w->outer == NULL))
+    return DBUF_ENOMEM;
+  if (w->outer != NULL)
+    XXH3_64bits_reset(w->outer);
+  w->outer_on = plan;
+  return 0;
+}
+
+static void
+writer_free(writer_t *w)
+{
+  XXH3_freeState(w->st);
+  XXH3_freeState(w->outer);
+  w->st = w->outer = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -316,8 +374,7 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
 }
 
 /* The message of a prepared layout at w->pos (byte map in dbuf/wire.h);
- * returns the trailer (the message's checksum).  Not streaming, the
- * checksums are taken from w->p; streaming, the message starts the stream. */
+ * returns the trailer, the message's checksum. */
 static uint64_t
 write_message(const prepared_t *m, writer_t *w)
 {
@@ -325,25 +382,31 @@ write_message(const prepared_t *m, writer_t *w)
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
   const int *own = dbuf_layout_owners(l);
-  int64_t n = dbuf_layout_ntensors(l), base = w->pos;
+  int64_t n = dbuf_layout_ntensors(l);
   int nr = dbuf_layout_nranks(l);
 
-  w_bytes(w, DBUF_WIRE_MAGIC, 8);
-  w_u64(w, DBUF_WIRE_VERSION);
-  w_i64(w, m->total);
-  w_u64(w, DBUF_WIRE_HEADER_BYTES);
-  w_u64(w, (uint64_t)dbuf_layout_kind(l));
-  w_i64(w, nr);
-  w_i64(w, dbuf_layout_block_size(l));
-  w_i64(w, dbuf_layout_chunk_size(l));
-  w_i64(w, dbuf_layout_size(l));
-  w_i64(w, n);
-  w_u64(w, 0); /* layout flags */
-  w_i64(w, m->s.nshapes);
-  w_u64(w, (uint64_t)m->nsec);
-  w_u64(w, RECORD_BYTES);
-  w_u64(w, 0);
-  w_u64(w, XXH3_64bits(w->p + base, HDR_SUM_AT)); /* the window holds the header */
+  /* The header whole first, for its checksum: it may cross a window. */
+  uint8_t h[DBUF_WIRE_HEADER_BYTES];
+  const uint64_t words[] = {DBUF_WIRE_VERSION,
+                            (uint64_t)m->total,
+                            DBUF_WIRE_HEADER_BYTES,
+                            (uint64_t)dbuf_layout_kind(l),
+                            (uint64_t)nr,
+                            (uint64_t)dbuf_layout_block_size(l),
+                            (uint64_t)dbuf_layout_chunk_size(l),
+                            (uint64_t)dbuf_layout_size(l),
+                            (uint64_t)n,
+                            0, /* layout flags */
+                            (uint64_t)m->s.nshapes,
+                            (uint64_t)m->nsec,
+                            RECORD_BYTES,
+                            0};
+  memcpy(h, DBUF_WIRE_MAGIC, 8);
+  for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+    put_le(h + 8 + 8 * k, words[k], 8);
+  put_le(h + HDR_SUM_AT, XXH3_64bits(h, HDR_SUM_AT), 8);
+  hash_begin(w);
+  w_bytes(w, h, sizeof h);
 
   w_u64(w, SEC_SHAPES);
   w_i64(w, m->sec[SEC_SHAPES]);
@@ -380,17 +443,47 @@ write_message(const prepared_t *m, writer_t *w)
     for (int64_t i = 0; i < n; i++)
       w_u32(w, (uint32_t)own[i]);
   }
-  uint64_t sum;
-  if (w->st != NULL) {
-    XXH3_64bits_update(w->st, w->p, (size_t)w->pos);
-    w->hashed += w->pos;
-    w->pos = 0;
-    sum = XXH3_64bits_digest(w->st);
-  } else {
-    sum = XXH3_64bits(w->p + base, (size_t)(w->pos - base));
-  }
+  uint64_t sum = hash_end(w);
   w_u64(w, sum);
   return sum;
+}
+
+/* The rest of a streamed message to the sink; 0 or its failure. */
+static int
+writer_finish(writer_t *w)
+{
+  drain(w);
+  return w->rc;
+}
+
+/* A message of total bytes streamed: write(arg, w) writes it through a
+ * window of the sink's size (at most the message), after sink->begin();
+ * 0 (*sum the trailer write returned, when not NULL) or the failure. */
+static int
+stream(const dbuf__wire_sink_t *sink, int64_t total, int plan,
+       uint64_t (*write)(const void *arg, writer_t *w), const void *arg, uint64_t *sum,
+       dbuf_diag_t *diag)
+{
+  writer_t w = {0};
+  int64_t cap = sink->window < total ? sink->window : total;
+  uint8_t *win = malloc((size_t)cap);
+  int rc = 0;
+  if (win == NULL || writer_init(&w, win, cap, plan, sink) != 0) {
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
+  } else if (sink->begin == NULL || (rc = sink->begin(sink->arg, total)) == 0) {
+    uint64_t s = write(arg, &w);
+    if ((rc = writer_finish(&w)) == 0 && sum != NULL)
+      *sum = s;
+  }
+  writer_free(&w);
+  free(win);
+  return rc;
+}
+
+static uint64_t
+write_layout(const void *arg, writer_t *w)
+{
+  return write_message(arg, w);
 }
 
 int
@@ -398,28 +491,42 @@ dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
                  dbuf_diag_t *diag)
 {
   prepared_t m;
+  writer_t w = {0};
   int rc;
   if (l == NULL || buf == NULL || len == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if ((rc = prepare(l, &m, diag)) != 0)
     return rc;
   uint8_t *p = dbuf__mallocn(m.total, 1);
-  if (p == NULL) {
+  if (p == NULL || writer_init(&w, p, m.total, 0, NULL) != 0) {
+    writer_free(&w);
+    free(p);
     prepared_free(&m);
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
                       (long long)m.total);
   }
-  writer_t w = {p, 0, NULL, 0};
   write_message(&m, &w);
+  writer_free(&w);
   prepared_free(&m);
-  if (w.pos != m.total) { /* a bug in prepare(), never input */
-    free(p);
-    return dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
-                      (long long)w.pos, (long long)m.total);
-  }
+  assert(w.pos == m.total);
   *buf = p;
   *len = m.total;
   return 0;
+}
+
+int
+dbuf__wire_send(const dbuf_layout_t *l, const dbuf__wire_sink_t *sink, uint64_t *sum,
+                dbuf_diag_t *diag)
+{
+  prepared_t m;
+  int rc;
+  if (l == NULL || sink == NULL || sink->window < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or window");
+  if ((rc = prepare(l, &m, diag)) != 0)
+    return rc;
+  rc = stream(sink, m.total, 0, write_layout, &m, sum, diag);
+  prepared_free(&m);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -829,31 +936,16 @@ dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
 int
 dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
 {
-  prepared_t m;
-  int rc;
   if (l == NULL || digest == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   if (l->has_digest) { /* decoded from the encoder's own bytes: their checksum */
     *digest = l->digest;
     return 0;
   }
-  if ((rc = prepare(l, &m, diag)) != 0)
-    return rc;
   /* The message is hashed as it is written, a window at a time: the
-   * digest costs O(shapes + WINDOW) memory, not the message. */
-  uint8_t *win = malloc(WINDOW);
-  XXH3_state_t *st = XXH3_createState();
-  if (win == NULL || st == NULL || XXH3_64bits_reset(st) != XXH_OK) {
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
-  } else {
-    writer_t w = {win, 0, st, 0};
-    *digest = write_message(&m, &w);
-    assert(w.hashed + w.pos == m.total);
-  }
-  XXH3_freeState(st);
-  free(win);
-  prepared_free(&m);
-  return rc;
+   * digest costs O(shapes + window) memory, not the message. */
+  const dbuf__wire_sink_t hash_only = {NULL, NULL, NULL, (int64_t)1 << 16};
+  return dbuf__wire_send(l, &hash_only, digest, diag);
 }
 
 /* ------------------------------------------------------------------ */
@@ -873,64 +965,141 @@ free_prepared(prepared_t *m, int64_t n)
   free(m);
 }
 
-int
-dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_t *diag)
+/* A plan ready to be written: every buffer's layout prepared, the length. */
+typedef struct {
+  prepared_t *msg;
+  int64_t nb, done; /* buffers; those prepared */
+  int64_t total;
+} plan_prepared_t;
+
+static void
+plan_prepared_free(plan_prepared_t *pp)
 {
-  if (p == NULL || buf == NULL || len == NULL)
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  int64_t nb = dbuf_plan_nbuffers(p), total = DBUF_WIRE_PLAN_MIN_BYTES;
-  prepared_t *msg = dbuf__calloc(nb, sizeof *msg);
-  int rc = msg == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
-  int64_t done = 0;
-  for (; rc == 0 && done < nb; done++) {
+  free_prepared(pp->msg, pp->done);
+  pp->msg = NULL;
+}
+
+static int
+plan_prepare(const dbuf_plan_t *p, plan_prepared_t *pp, dbuf_diag_t *diag)
+{
+  int64_t total = DBUF_WIRE_PLAN_MIN_BYTES;
+  memset(pp, 0, sizeof *pp);
+  pp->nb = dbuf_plan_nbuffers(p);
+  pp->msg = dbuf__calloc(pp->nb, sizeof *pp->msg);
+  int rc = pp->msg == NULL ? dbuf__diag(diag, DBUF_ENOMEM, "out of memory") : 0;
+  for (; rc == 0 && pp->done < pp->nb; pp->done++) {
     dbuf_plan_buffer_t b;
     int64_t ul;
-    dbuf_plan_buffer(p, done, &b);
+    dbuf_plan_buffer(p, pp->done, &b);
     ul = (int64_t)strlen(b.unit);
     if (ul > DBUF_WIRE_UNIT_MAX) {
       rc = dbuf__diag(diag, DBUF_EINVAL, "wire: unit name of %lld bytes (at most %d)",
                       (long long)ul, DBUF_WIRE_UNIT_MAX);
       break;
     }
-    if ((rc = prepare(b.layout, &msg[done], diag)) != 0)
+    if ((rc = prepare(b.layout, &pp->msg[pp->done], diag)) != 0)
       break;
     if (dbuf__add(total, 24 + ul, &total) != 0 ||
-        dbuf__add(total, msg[done].total, &total) != 0 || (uint64_t)total > SIZE_MAX) {
-      done++;
+        dbuf__add(total, pp->msg[pp->done].total, &total) != 0 || (uint64_t)total > SIZE_MAX) {
+      pp->done++;
       rc = dbuf__diag(diag, DBUF_EOVERFLOW, "plan of %lld buffers is too large to serialize",
-                      (long long)nb);
+                      (long long)pp->nb);
     }
   }
-  uint8_t *out = rc == 0 ? dbuf__mallocn(total, 1) : NULL;
-  if (rc == 0 && out == NULL)
+  if (rc != 0)
+    plan_prepared_free(pp);
+  pp->total = total;
+  return rc;
+}
+
+/* The plan message (every layout written straight into it: no second
+ * copy); returns its trailer.  note: see dbuf__wire_plan_send(). */
+static uint64_t
+write_plan(const dbuf_plan_t *p, const plan_prepared_t *pp, writer_t *w, int note)
+{
+  uint8_t h[DBUF_WIRE_PLAN_HEADER_BYTES];
+  const uint64_t words[] = {DBUF_WIRE_PLAN_VERSION, (uint64_t)pp->total, (uint64_t)pp->nb,
+                            (uint64_t)dbuf_plan_nranks(p), 0, 0};
+  memcpy(h, DBUF_WIRE_PLAN_MAGIC, 8);
+  for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+    put_le(h + 8 + 8 * k, words[k], 8);
+  put_le(h + PLAN_HDR_SUM_AT, XXH3_64bits(h, PLAN_HDR_SUM_AT), 8);
+  w_bytes(w, h, sizeof h);
+  for (int64_t i = 0; i < pp->nb; i++) {
+    dbuf_plan_buffer_t b;
+    dbuf_plan_buffer(p, i, &b);
+    int64_t ul = (int64_t)strlen(b.unit);
+    w_i64(w, ul);
+    w_bytes(w, b.unit, ul);
+    w_u64(w, (uint64_t)b.dtype);
+    w_i64(w, pp->msg[i].total);
+    uint64_t d = write_message(&pp->msg[i], w);
+    if (note) { /* the message is this layout's own encoding: its digest */
+      dbuf_layout_t *l = (dbuf_layout_t *)b.layout;
+      l->digest = d;
+      l->has_digest = 1;
+    }
+  }
+  XXH3_64bits_update(w->outer, w->p, (size_t)w->pos); /* the window so far */
+  w->outer_on = 0;                                      /* and not the trailer */
+  uint64_t sum = XXH3_64bits_digest(w->outer);
+  w_u64(w, sum);
+  return sum;
+}
+
+int
+dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len, dbuf_diag_t *diag)
+{
+  plan_prepared_t pp;
+  writer_t w = {0};
+  if (p == NULL || buf == NULL || len == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
+  int rc = plan_prepare(p, &pp, diag);
+  if (rc != 0)
+    return rc;
+  uint8_t *out = dbuf__mallocn(pp.total, 1);
+  if (out == NULL || writer_init(&w, out, pp.total, 1, NULL) != 0) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for a %lld-byte message",
-                    (long long)total);
-  if (rc == 0) {
-    writer_t w = {out, 0, NULL, 0};
-    w_bytes(&w, DBUF_WIRE_PLAN_MAGIC, 8);
-    w_u64(&w, DBUF_WIRE_PLAN_VERSION);
-    w_i64(&w, total);
-    w_i64(&w, nb);
-    w_i64(&w, dbuf_plan_nranks(p));
-    w_u64(&w, 0);
-    w_u64(&w, 0);
-    w_u64(&w, XXH3_64bits(out, PLAN_HDR_SUM_AT));
-    for (int64_t i = 0; i < nb; i++) {
-      dbuf_plan_buffer_t b;
-      dbuf_plan_buffer(p, i, &b);
-      int64_t ul = (int64_t)strlen(b.unit);
-      w_i64(&w, ul);
-      w_bytes(&w, b.unit, ul);
-      w_u64(&w, (uint64_t)b.dtype);
-      w_i64(&w, msg[i].total);
-      write_message(&msg[i], &w);
-    }
-    w_u64(&w, XXH3_64bits(out, (size_t)w.pos));
-    assert(w.pos == total);
+                    (long long)pp.total);
+    free(out);
+  } else {
+    write_plan(p, &pp, &w, 0);
+    assert(w.pos == pp.total);
     *buf = out;
-    *len = total;
+    *len = pp.total;
   }
-  free_prepared(msg, done);
+  writer_free(&w);
+  plan_prepared_free(&pp);
+  return rc;
+}
+
+/* write_plan() as stream() calls it. */
+typedef struct {
+  const dbuf_plan_t *p;
+  const plan_prepared_t *pp;
+  int note;
+} plan_write_t;
+
+static uint64_t
+write_plan_arg(const void *arg, writer_t *w)
+{
+  const plan_write_t *a = arg;
+  return write_plan(a->p, a->pp, w, a->note);
+}
+
+int
+dbuf__wire_plan_send(const dbuf_plan_t *p, const dbuf__wire_sink_t *sink, uint64_t *sum,
+                     int note, dbuf_diag_t *diag)
+{
+  plan_prepared_t pp;
+  if (p == NULL || sink == NULL || sink->window < 1)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or window");
+  int rc = plan_prepare(p, &pp, diag);
+  if (rc != 0)
+    return rc;
+  const plan_write_t a = {p, &pp, note};
+  rc = stream(sink, pp.total, 1, write_plan_arg, &a, sum, diag);
+  plan_prepared_free(&pp);
   return rc;
 }
 
