@@ -351,11 +351,11 @@ int
 dbuf__layout_check_owners(const dbuf_tensors_t *t, const int *owners, int nranks,
                           dbuf_diag_t *diag)
 {
-  int rc = 0;
   int64_t n = dbuf_tensors_count(t);
-  for (int64_t i = 0; i < n && rc == 0; i++)
-    rc = dbuf_layout_check_owner(t, i, owners[i], nranks, diag);
-  return rc;
+  for (int64_t i = 0; i < n; i++)
+    if (owners[i] < 0 || owners[i] >= nranks) /* (nranks < 1: the first) */
+      return dbuf_layout_check_owner(t, i, owners[i], nranks, diag);
+  return 0;
 }
 
 /* The parts' scalars: 0 or the code, diag filled. */

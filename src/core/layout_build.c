@@ -703,20 +703,27 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
                       nranks);
   if (cost != DBUF_OWNERS_NUMEL && cost != DBUF_OWNERS_NS)
     return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
-  int64_t n = dbuf_tensors_count(t);
+  int64_t n = dbuf_tensors_count(t), ns = dbuf__tensors_nshapes(t);
   int64_t *neg = dbuf__mallocn(n, sizeof *neg), *items = dbuf__mallocn(n, sizeof *items);
+  int64_t *of_shape = dbuf__mallocn(ns, sizeof *of_shape);
   heap_item_t *h = dbuf__mallocn(nranks, sizeof *h);
   int *own = dbuf__mallocn(n, sizeof *own);
-  if (neg == NULL || items == NULL || h == NULL || own == NULL) {
+  if (neg == NULL || items == NULL || (ns > 0 && of_shape == NULL) || h == NULL ||
+      own == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);
     goto out;
   }
-  /* Costs are not negative: by -cost, then id, is by cost descending. */
+  /* A cost is the shape's: computed for the first tensor of each shape
+   * (-1: not yet), which names an overflow as a loop over tensors would.
+   * Costs are not negative: by -cost, then id, is by cost descending. */
+  for (int64_t k = 0; k < ns; k++)
+    of_shape[k] = -1;
   for (int64_t i = 0; i < n; i++) {
-    if ((rc = dbuf_layout_owner_cost(t, i, cost, &neg[i], diag)) != 0)
+    int64_t *c = &of_shape[dbuf__tensors_shape_id(t, i)];
+    if (*c < 0 && (rc = dbuf_layout_owner_cost(t, i, cost, c, diag)) != 0)
       goto out;
-    neg[i] = -neg[i];
+    neg[i] = -*c;
   }
   if ((rc = dbuf__sort_ids(neg, n, items)) != 0) {
     rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
@@ -755,6 +762,7 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
 out:
   free(neg);
   free(items);
+  free(of_shape);
   free(h);
   free(own);
   return rc;
