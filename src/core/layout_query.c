@@ -298,7 +298,8 @@ dbuf_layout_stats(const dbuf_layout_t *l, dbuf_layout_stats_t *st)
       continue;
     if (off + numel > last_end)
       last_end = off + numel;
-    if (dbuf__layout_owner(l, off) != dbuf__layout_owner(l, off + numel - 1))
+    /* Split: it runs past the end of the segment it starts in. */
+    if (off + numel > l->range[dbuf__layout_owner(l, off) + 1])
       st->split_tensors++;
   }
   /* A buffer smaller than its tensors (an invalid layout) has no padding,
