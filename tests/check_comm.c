@@ -335,13 +335,26 @@ START_TEST(test_share_plan)
   rc = dbuf_comm_share_plan(c, 0, NULL, &p, size + 1, NULL, &d);
   ALL_INT_EQ(rc, DBUF_ENRANKS);
   ALL_TRUE(rank == 0 ? p == mine : p == NULL);
-  ALL_PREFIX(d.msg, "rank 0: received buffer root/fp32 has ");
+  ALL_PREFIX(d.msg, "rank 0: sent buffer root/fp32 has ");
   p = NULL;
   rc = dbuf_comm_share_plan(c, rank == 0 ? DBUF_EPARSE : 0, rank == 0 ? "x:1: bad" : NULL, &p,
                             size, NULL, &d);
   ALL_INT_EQ(rc, DBUF_EPARSE);
   ALL_STR_EQ(d.msg, "x:1: bad");
   ALL_TRUE(p == NULL);
+  /* A plan rank 0 cannot send (a unit name no decoder takes): its error,
+   * whatever the rank count. */
+  dbuf_plan_t *bad = NULL;
+  ALL_INT_EQ(dbuf_plan_create(&bad), 0);
+  ALL_INT_EQ(dbuf_plan_add(bad, "bad unit", DBUF_DTYPE_F32,
+                           test_layout_ok(DBUF_LAYOUT_PADDED, size), NULL, NULL), 0);
+  p = rank == 0 ? bad : NULL;
+  rc = dbuf_comm_share_plan(c, 0, NULL, &p, size, NULL, &d);
+  ALL_INT_EQ(rc, DBUF_EINVAL);
+  ALL_STR_EQ(d.msg, "wire: buffer 0: bad unit name 'bad unit' (no blanks or control "
+                    "characters)");
+  ALL_TRUE(rank == 0 ? p == bad : p == NULL);
+  dbuf_plan_destroy(bad);
   /* A NULL plan pointer on one rank: every rank refuses before sending. */
   p = rank == 0 ? mine : NULL;
   rc = dbuf_comm_share_plan(c, 0, NULL, rank == size - 1 ? NULL : &p, size, NULL, &d);

@@ -1160,6 +1160,16 @@ START_TEST(test_stream_send)
     ck_assert_int_eq(r.calls, at);
     free(r.p);
   }
+  /* A unit name every decoder refuses is refused by the encoders too. */
+  dbuf_plan_t *bad = NULL;
+  ck_assert_int_eq(dbuf_plan_create(&bad), 0);
+  ck_assert_int_eq(dbuf_plan_add(bad, "bad unit", DBUF_DTYPE_F32, seed_layout(DBUF_LAYOUT_PADDED),
+                                 NULL, NULL), 0);
+  dbuf_diag_t bd;
+  ck_assert_int_eq(dbuf_wire_plan_encode(bad, &whole, &len, &bd), DBUF_EINVAL);
+  ck_assert_str_eq(bd.msg, "wire: buffer 0: bad unit name 'bad unit' (no blanks or control "
+                           "characters)");
+  dbuf_plan_destroy(bad);
   /* What the encoder refuses fails before begin, with its message. */
   char unit[DBUF_WIRE_UNIT_MAX + 2];
   memset(unit, 'u', sizeof unit - 1);

@@ -192,7 +192,11 @@ DBUF_EXPORT int dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * whole message in its memory) and re-validates its plan as the others do
  * theirs.  Every other rank receives, decodes and re-validates, as with
  * dbuf_comm_bcast_plan(); the outcome is agreed.  On rank 0 the plan's
- * layouts remember their digests (dbuf_wire_digest() then costs nothing).
+ * layouts remember their digests (dbuf_wire_digest() then costs nothing):
+ * the call writes to rank 0's plan, which no other thread may use
+ * meanwhile.  Rank 0's plan keeps what the wire does not carry (model ids,
+ * per-tensor dtypes); the other ranks' plans have none, as with
+ * dbuf_comm_bcast_plan().
  * \param[in,out] plan  rank 0: in, its plan when root_rc == 0 (still the
  *                      caller's, on failure too); every other rank: out,
  *                      a new plan on success (dbuf_plan_destroy()), NULL

@@ -155,9 +155,11 @@ DBUF_EXPORT int dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum);
  * XXH3 collisions) every field of them is equal.  A layout decoded by
  * dbuf_wire_decode() from the encoder's own bytes for it (every message
  * dbuf_wire_encode() writes) carries that message's checksum, which is its
- * digest: O(1).  Any other layout (built, read from JSON, derived from a
- * decoded one, or decoded from a message a later writer extended) is
- * encoded again and hashed as it is written, 64 KiB at a time:
+ * digest: O(1); so does each layout of a plan rank 0 sent with
+ * dbuf_comm_share_plan(), with the checksum of what it sent.  Any other
+ * layout (built, read from JSON, derived from a decoded one, or decoded
+ * from a message a later writer extended) is encoded again and hashed as
+ * it is written, 64 KiB at a time:
  * O(tensors) time, O(distinct shapes) memory and 8 bytes a tensor, not the
  * message.
  * \return 0, or the errors of dbuf_wire_encode()
@@ -183,7 +185,8 @@ DBUF_EXPORT int dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest,
  * \param[out] buf  malloc'd message; dbuf_free() it
  * \param[out] len  its length in bytes
  * \return 0, or DBUF_EINVAL (NULL argument, a unit name longer than
- *   DBUF_WIRE_UNIT_MAX), DBUF_EOVERFLOW, DBUF_ENOMEM, the errors of
+ *   DBUF_WIRE_UNIT_MAX or with a blank or control character, which
+ *   dbuf_wire_plan_decode() would refuse), DBUF_EOVERFLOW, DBUF_ENOMEM, the errors of
  *   dbuf_wire_encode()
  */
 DBUF_EXPORT int dbuf_wire_plan_encode(const dbuf_plan_t *p, void **buf, int64_t *len,

@@ -46,26 +46,52 @@ ready_to_receive(dbuf_comm_t *ctx, int mine, int64_t len, const char *what, dbuf
   return rc;
 }
 
+/* After the last window: whether every rank sent or received them all
+ * (mine: this rank's first failure); agreed, diag filled on failure. */
+static int
+all_through(dbuf_comm_t *ctx, int mine, int64_t len, const char *what, dbuf_diag_t *diag)
+{
+  int rc = agree_rc(ctx, mine);
+  if (rc != 0 && diag != NULL) {
+    diag->code = rc;
+    snprintf(diag->msg, sizeof diag->msg, "broadcast of the %" PRId64 "-byte %s failed: %s",
+             len, what, dbuf_strerror(rc));
+  }
+  return rc;
+}
+
 /* Rank 0's end of the stream: the header once the length is known, then
- * every window as written. */
+ * every window as written (and into copy, when rank 0 keeps one). */
 typedef struct {
   dbuf_comm_t *ctx;
   const char *what;
   dbuf_diag_t *diag; /* where a receiver's failure goes */
-  int began;         /* the header went out */
+  int keep;          /* rank 0 keeps a copy of the message */
+  uint8_t *copy;
+  int64_t len, at; /* the message's bytes; those in copy so far */
+  int began;       /* the header went out */
+  int ready;       /* every rank has room: the windows follow */
+  int rc;          /* the first window that failed */
 } root_stream_t;
 
 static int
 root_begin(void *arg, int64_t total)
 {
   root_stream_t *s = arg;
-  int64_t hdr[2] = {0, total};
+  if (s->keep && (s->copy = dbuf__mallocn(total, 1)) == NULL)
+    return DBUF_ENOMEM; /* before the header: rank 0's error, sent as one */
   s->began = 1;
+  s->len = total;
+  int64_t hdr[2] = {0, total};
   if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, s->ctx->comm) != MPI_SUCCESS)
     return DBUF_EMPI;
-  return ready_to_receive(s->ctx, 0, total, s->what, s->diag);
+  int rc = ready_to_receive(s->ctx, 0, total, s->what, s->diag);
+  s->ready = rc == 0;
+  return rc;
 }
 
+/* Every window goes out, after a failure too, so that every rank makes
+ * the same calls; the failure is agreed after the last one. */
 static int
 root_bytes(void *arg, const void *p, int64_t n)
 {
@@ -74,20 +100,27 @@ root_bytes(void *arg, const void *p, int64_t n)
   int rc = dbuf_comm_count(n, &count);
   if (rc == 0 && MPI_Bcast((void *)p, count, MPI_BYTE, 0, s->ctx->comm) != MPI_SUCCESS)
     rc = DBUF_EMPI;
-  return rc;
+  if (s->rc == 0)
+    s->rc = rc;
+  if (s->copy != NULL) {
+    memcpy(s->copy + s->at, p, (size_t)n);
+    s->at += n;
+  }
+  return 0;
 }
 
 /*
  * The message of rank 0 (root_rc 0: obj sent as send() writes it, window
- * by window, without the whole message in its memory) or its error, to
- * every rank.  On 0 every other rank holds *msg (malloc'd) and *len, and
- * rank 0 *msg NULL and *sum, the message's trailer; otherwise every rank
- * returns the same code with diag filled.
+ * by window, without the whole message in its memory unless keep) or its
+ * error, to every rank.  On 0 every rank holds *sum, the message's
+ * trailer, and every other rank (rank 0 too when keep) *msg (malloc'd)
+ * and *len; otherwise every rank returns the same code with diag filled.
  */
 static int
 bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
-              const char *what, send_fn send, int note, int out_ok, int64_t nranks_expected,
-              void **msg, int64_t *len, uint64_t *sum, dbuf_diag_t *diag)
+              const char *what, send_fn send, int keep, int note, int out_ok,
+              int64_t nranks_expected, void **msg, int64_t *len, uint64_t *sum,
+              dbuf_diag_t *diag)
 {
   void *buf = NULL;
   int64_t hdr[2] = {0, 0}; /* rank 0's code; then message or payload bytes */
@@ -115,10 +148,16 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
       root_msg = "nothing to broadcast";
     }
     if (root_rc == 0) {
-      root_stream_t s = {ctx, what, diag, 0};
+      root_stream_t s = {.ctx = ctx, .what = what, .diag = diag, .keep = keep};
       const dbuf__wire_sink_t sink = {root_begin, root_bytes, &s, window_of(ctx)};
       rc = send(obj, &sink, sum, note, &local);
-      if (s.began) /* sent, or failed with every rank */
+      if (s.ready && (rc = all_through(ctx, s.rc, s.len, what, diag)) == 0) {
+        *msg = s.copy;
+        *len = s.len;
+        return 0;
+      }
+      free(s.copy);
+      if (s.began) /* failed with every rank */
         return rc;
       root_rc = rc;
       root_msg = local.msg;
@@ -155,13 +194,16 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     free(buf);
     return rc;
   }
+  /* Every window, after a failure too (as rank 0 sends them all). */
   const int64_t win = window_of(ctx);
   for (int64_t done = 0; done < hdr[1]; done += win) {
     int64_t n = hdr[1] - done < win ? hdr[1] - done : win;
-    if (MPI_Bcast((char *)buf + done, (int)n, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS) {
-      free(buf);
-      return DBUF_EMPI;
-    }
+    if (MPI_Bcast((char *)buf + done, (int)n, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS && rc == 0)
+      rc = DBUF_EMPI;
+  }
+  if ((rc = all_through(ctx, rc, hdr[1], what, diag)) != 0) {
+    free(buf);
+    return rc;
   }
   *msg = buf;
   *len = hdr[1];
@@ -171,18 +213,20 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
   return 0;
 }
 
-/* A received layout's invariants and rank count; 0 or the code, msg filled. */
+/* A layout's invariants and rank count, on a rank that has "received" it
+ * or (rank 0 keeping its own) "sent" it; 0 or the code, msg filled. */
 static int
-check_received(const dbuf_layout_t *l, const char *what, int nranks_expected, dbuf_diag_t *local)
+check_got(const dbuf_layout_t *l, const char *how, const char *what, int nranks_expected,
+          dbuf_diag_t *local)
 {
   dbuf_diag_t v;
   dbuf_diag_clear(&v);
   if (dbuf_layout_validate(l, NULL, NULL, NULL, &v) != 0) {
-    snprintf(local->msg, sizeof local->msg, "received %s: %.480s", what, v.msg);
+    snprintf(local->msg, sizeof local->msg, "%s %s: %.480s", how, what, v.msg);
     return DBUF_ELAYOUT;
   }
   if (nranks_expected > 0 && dbuf_layout_nranks(l) != nranks_expected) {
-    snprintf(local->msg, sizeof local->msg, "received %s has %d segments, expected %d", what,
+    snprintf(local->msg, sizeof local->msg, "%s %s has %d segments, expected %d", how, what,
              dbuf_layout_nranks(l), nranks_expected);
     return DBUF_ENRANKS;
   }
@@ -204,26 +248,12 @@ send_plan(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum, int not
   return dbuf__wire_plan_send(obj, sink, sum, note, diag);
 }
 
-/* Rank 0's own copy of what it sent, for the broadcasts that give every
- * rank a new object: the message made whole and decoded like the others. */
-typedef int (*encode_fn)(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag);
-
-static int
-encode_layout(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
-{
-  return dbuf_wire_encode(obj, buf, len, diag);
-}
-
-static int
-encode_plan(const void *obj, void **buf, int64_t *len, dbuf_diag_t *diag)
-{
-  return dbuf_wire_plan_encode(obj, buf, len, diag);
-}
-
-/* A received message decoded (decode_fn), then, the message freed, the
- * decoded object re-validated (check_fn): 0 or the code, msg filled. */
+/* A message decoded (decode_fn), then, the message freed, the decoded
+ * object (or rank 0's own) re-validated (check_fn): 0 or the code, msg
+ * filled. */
 typedef int (*decode_fn)(const void *buf, int64_t len, void **obj, dbuf_diag_t *local);
-typedef int (*check_fn)(const void *obj, int nranks_expected, dbuf_diag_t *local);
+typedef int (*check_fn)(const void *obj, int nranks_expected, const char *how,
+                        dbuf_diag_t *local);
 
 static int
 decode_layout(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
@@ -235,9 +265,9 @@ decode_layout(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
 }
 
 static int
-check_layout(const void *obj, int nranks_expected, dbuf_diag_t *local)
+check_layout(const void *obj, int nranks_expected, const char *how, dbuf_diag_t *local)
 {
-  return check_received(obj, "layout", nranks_expected, local);
+  return check_got(obj, how, "layout", nranks_expected, local);
 }
 
 static int
@@ -250,20 +280,20 @@ decode_plan(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
 }
 
 static int
-check_plan(const void *obj, int nranks_expected, dbuf_diag_t *local)
+check_plan(const void *obj, int nranks_expected, const char *how, dbuf_diag_t *local)
 {
   const dbuf_plan_t *p = obj;
   int rc = 0;
   if (dbuf_plan_nbuffers(p) < 1) {
     rc = DBUF_EFORMAT;
-    snprintf(local->msg, sizeof local->msg, "received plan has no buffer");
+    snprintf(local->msg, sizeof local->msg, "%s plan has no buffer", how);
   }
   for (int64_t b = 0; rc == 0 && b < dbuf_plan_nbuffers(p); b++) {
     dbuf_plan_buffer_t pb;
     char what[128];
     dbuf_plan_buffer(p, b, &pb);
     snprintf(what, sizeof what, "buffer %.80s/%s", pb.unit, dbuf_dtype_name(pb.dtype));
-    rc = check_received(pb.layout, what, nranks_expected, local);
+    rc = check_got(pb.layout, how, what, nranks_expected, local);
   }
   return rc;
 }
@@ -284,15 +314,15 @@ destroy_plan(void *obj)
  * public broadcasts: every rank a new object), or with obj itself. */
 typedef struct {
   send_fn send;
-  encode_fn encode; /* NULL: rank 0 keeps obj (and notes its digests) */
+  int copy; /* 0: rank 0 keeps obj (and notes its digests) */
   decode_fn decode;
   check_fn check;
   void (*destroy)(void *);
 } codec_t;
 
-/* Broadcast obj's message; every other rank decodes and re-validates what
- * it received, rank 0 re-validates its copy (or obj), and the ranks agree
- * on the outcome.  The digest is the message's trailer. */
+/* Broadcast obj's message; every rank that holds the message decodes it,
+ * every rank re-validates what it holds (rank 0 obj when it keeps it), and
+ * the ranks agree on the outcome.  The digest is the message's trailer. */
 static int
 bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
              const char *what, const codec_t *c, int nranks_expected, void **out,
@@ -302,20 +332,19 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
   int64_t len = 0;
   uint64_t sum = 0;
   dbuf_diag_t local;
-  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->encode == NULL,
+  const int own = ctx != NULL && ctx->rank == 0 && !c->copy;
+  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->copy, !c->copy,
                          out != NULL, nranks_expected, &buf, &len, &sum, diag);
   if (rc != 0)
     return rc;
   dbuf_diag_clear(&local);
-  if (ctx->rank == 0 && c->encode == NULL)
+  if (own)
     got = (void *)obj; /* the caller's own, handed back */
-  else if (ctx->rank == 0 && (rc = c->encode(obj, &buf, &len, &local)) == 0)
-    rc = c->decode(buf, len, &got, &local);
-  else if (ctx->rank != 0)
+  else
     rc = c->decode(buf, len, &got, &local);
   free(buf); /* decoded: the checks run without it */
   if (rc == 0)
-    rc = c->check(got, nranks_expected, &local);
+    rc = c->check(got, nranks_expected, own ? "sent" : "received", &local);
   local.code = rc;
   rc = dbuf_comm_agree_diag(ctx, rc, &local);
   if (rc != 0) {
@@ -336,7 +365,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_layout, encode_layout, decode_layout, check_layout, destroy_layout};
+  const codec_t c = {send_layout, 1, decode_layout, check_layout, destroy_layout};
   return bcast_object(ctx, root_rc, root_msg, layout, "layout", &c, nranks_expected,
                       (void **)out, digest, diag);
 }
@@ -346,7 +375,7 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, encode_plan, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 1, decode_plan, check_plan, destroy_plan};
   return bcast_object(ctx, root_rc, root_msg, plan, "plan", &c, nranks_expected, (void **)out,
                       digest, diag);
 }
@@ -355,7 +384,7 @@ int
 dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg, dbuf_plan_t **plan,
                      int nranks_expected, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, NULL, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 0, decode_plan, check_plan, destroy_plan};
   void *got = NULL;
   if (ctx == NULL)
     return DBUF_EINVAL;

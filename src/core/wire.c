@@ -965,6 +965,19 @@ free_prepared(prepared_t *m, int64_t n)
   free(m);
 }
 
+/* A unit name as the wire may carry it: 1 .. DBUF_WIRE_UNIT_MAX bytes, no
+ * blank, control character or NUL (as dbuf_units_from_names() asks). */
+static int
+unit_name_ok(const uint8_t *s, int64_t n)
+{
+  if (n < 1 || n > DBUF_WIRE_UNIT_MAX)
+    return 0;
+  for (int64_t i = 0; i < n; i++)
+    if (s[i] <= ' ' || s[i] == 0x7f)
+      return 0;
+  return 1;
+}
+
 /* A plan ready to be written: every buffer's layout prepared, the length. */
 typedef struct {
   prepared_t *msg;
@@ -995,6 +1008,11 @@ plan_prepare(const dbuf_plan_t *p, plan_prepared_t *pp, dbuf_diag_t *diag)
     if (ul > DBUF_WIRE_UNIT_MAX) {
       rc = dbuf__diag(diag, DBUF_EINVAL, "wire: unit name of %lld bytes (at most %d)",
                       (long long)ul, DBUF_WIRE_UNIT_MAX);
+      break;
+    }
+    if (!unit_name_ok((const uint8_t *)b.unit, ul)) { /* what every decoder refuses */
+      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: buffer %lld: bad unit name '%s' (no blanks "
+                      "or control characters)", (long long)pp->done, b.unit);
       break;
     }
     if ((rc = prepare(b.layout, &pp->msg[pp->done], diag)) != 0)
@@ -1101,19 +1119,6 @@ dbuf__wire_plan_send(const dbuf_plan_t *p, const dbuf__wire_sink_t *sink, uint64
   rc = stream(sink, pp.total, 1, write_plan_arg, &a, sum, diag);
   plan_prepared_free(&pp);
   return rc;
-}
-
-/* A unit name as the wire may carry it: 1 .. DBUF_WIRE_UNIT_MAX bytes, no
- * blank, control character or NUL (as dbuf_units_from_names() asks). */
-static int
-unit_name_ok(const uint8_t *s, int64_t n)
-{
-  if (n < 1 || n > DBUF_WIRE_UNIT_MAX)
-    return 0;
-  for (int64_t i = 0; i < n; i++)
-    if (s[i] <= ' ' || s[i] == 0x7f)
-      return 0;
-  return 1;
 }
 
 /* One buffer of a plan message at r; appends it to p. */
