@@ -120,6 +120,15 @@ spread(uint64_t b, int64_t es)
 
 typedef uint64_t v4u64 __attribute__((vector_size(32)));
 
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef CLONES
+#define CLONES
+#endif
+
 /*
  * Fills of at least STREAM_MIN bytes go around the caches (x86-64: SSE2
  * non-temporal stores), as memset does for sizes like these: a store that
@@ -205,7 +214,7 @@ xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat, int stream)
 }
 
 /* Whether a[0 .. n) == src ^ pat repeated (see xor_copy). */
-static int
+CLONES static int
 xor_equal(const uint8_t *a, const uint8_t *src, size_t n, uint64_t pat)
 {
   v4u64 p = {pat, pat, pat, pat}, acc = {0, 0, 0, 0};
