@@ -68,15 +68,36 @@ do_memset(void *p, int64_t bytes, uint64_t *sink)
   *sink += ((volatile unsigned char *)p)[bytes - 1];
 }
 
+/* The read pass as fast as the verifier may be: four independent sums
+ * of 32-byte vectors, built for AVX2 too where the CPU has it (the
+ * verifier's compare is; a scalar sum would be the slower of the two). */
+typedef uint64_t v4u64 __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+__attribute__((target_clones("avx2", "default")))
+#endif
+#endif
 static void
 do_sum(void *p, int64_t bytes, uint64_t *sink)
 {
-  const uint64_t *w = p;
-  int64_t n = bytes / 8;
-  uint64_t s = 0;
-  for (int64_t i = 0; i < n; i++)
-    s += w[i];
-  *sink += s;
+  const unsigned char *b = p;
+  int64_t n = bytes / 128 * 128, i;
+  v4u64 s[4] = {{0}, {0}, {0}, {0}};
+  for (i = 0; i < n; i += 128)
+    for (int k = 0; k < 4; k++) {
+      v4u64 x;
+      memcpy(&x, b + i + 32 * k, 32);
+      s[k] += x;
+    }
+  uint64_t t = 0;
+  for (int k = 0; k < 4; k++)
+    t += s[k][0] + s[k][1] + s[k][2] + s[k][3];
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t x;
+    memcpy(&x, b + i, 8);
+    t += x;
+  }
+  *sink += t;
 }
 
 static part_t part; /* the model's layout, for do_fill and do_verify */
