@@ -508,7 +508,11 @@ dbuf_wire_encode(const dbuf_layout_t *l, void **buf, int64_t *len,
   write_message(&m, &w);
   writer_free(&w);
   prepared_free(&m);
-  assert(w.pos == m.total);
+  if (w.pos != m.total) { /* a bug in prepare(), never input */
+    free(p);
+    return dbuf__diag(diag, DBUF_EFORMAT, "internal error: encoded %lld of %lld bytes",
+                      (long long)w.pos, (long long)m.total);
+  }
   *buf = p;
   *len = m.total;
   return 0;
@@ -938,7 +942,7 @@ dbuf_wire_digest(const dbuf_layout_t *l, uint64_t *digest, dbuf_diag_t *diag)
 {
   if (l == NULL || digest == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (l->has_digest) { /* decoded from the encoder's own bytes: their checksum */
+  if (l->has_digest) { /* sent, or decoded from the encoder's own bytes: their checksum */
     *digest = l->digest;
     return 0;
   }
@@ -1011,8 +1015,12 @@ plan_prepare(const dbuf_plan_t *p, plan_prepared_t *pp, dbuf_diag_t *diag)
       break;
     }
     if (!unit_name_ok((const uint8_t *)b.unit, ul)) { /* what every decoder refuses */
-      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: buffer %lld: bad unit name '%s' (no blanks "
-                      "or control characters)", (long long)pp->done, b.unit);
+      int64_t at = 0;
+      while ((uint8_t)b.unit[at] > ' ' && (uint8_t)b.unit[at] != 0x7f)
+        at++;
+      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: buffer %lld: unit name with byte 0x%02x at "
+                      "%lld (no blanks or control characters)", (long long)pp->done,
+                      (unsigned)(uint8_t)b.unit[at], (long long)at);
       break;
     }
     if ((rc = prepare(b.layout, &pp->msg[pp->done], diag)) != 0)
