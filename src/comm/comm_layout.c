@@ -32,30 +32,17 @@ window_of(const dbuf_comm_t *ctx)
   return ctx->chunk < most ? ctx->chunk : most;
 }
 
-/* Whether every rank has room for the len-byte message (the receivers
- * allocated it; mine is this rank's code): agreed, diag filled on failure. */
+/* The ranks' agreement on a step of the len-byte message (mine: this
+ * rank's code): 0, or the code with diag "cannot DOING the LEN-byte WHAT". */
 static int
-ready_to_receive(dbuf_comm_t *ctx, int mine, int64_t len, const char *what, dbuf_diag_t *diag)
+agree_on(dbuf_comm_t *ctx, int mine, const char *doing, int64_t len, const char *what,
+         dbuf_diag_t *diag)
 {
   int rc = agree_rc(ctx, mine);
   if (rc != 0 && diag != NULL) {
     diag->code = rc;
-    snprintf(diag->msg, sizeof diag->msg, "cannot receive the %" PRId64 "-byte %s: %s", len,
+    snprintf(diag->msg, sizeof diag->msg, "cannot %s the %" PRId64 "-byte %s: %s", doing, len,
              what, dbuf_strerror(rc));
-  }
-  return rc;
-}
-
-/* After the last window: whether every rank sent or received them all
- * (mine: this rank's first failure); agreed, diag filled on failure. */
-static int
-all_through(dbuf_comm_t *ctx, int mine, int64_t len, const char *what, dbuf_diag_t *diag)
-{
-  int rc = agree_rc(ctx, mine);
-  if (rc != 0 && diag != NULL) {
-    diag->code = rc;
-    snprintf(diag->msg, sizeof diag->msg, "broadcast of the %" PRId64 "-byte %s failed: %s",
-             len, what, dbuf_strerror(rc));
   }
   return rc;
 }
@@ -85,7 +72,8 @@ root_begin(void *arg, int64_t total)
   int64_t hdr[2] = {0, total};
   if (MPI_Bcast(hdr, 2, MPI_INT64_T, 0, s->ctx->comm) != MPI_SUCCESS)
     return DBUF_EMPI;
-  int rc = ready_to_receive(s->ctx, 0, total, s->what, s->diag);
+  /* every rank has room for it (the receivers allocated it) */
+  int rc = agree_on(s->ctx, 0, "receive", total, s->what, s->diag);
   s->ready = rc == 0;
   return rc;
 }
@@ -151,7 +139,7 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
       root_stream_t s = {.ctx = ctx, .what = what, .diag = diag, .keep = keep};
       const dbuf__wire_sink_t sink = {root_begin, root_bytes, &s, window_of(ctx)};
       rc = send(obj, &sink, sum, note, &local);
-      if (s.ready && (rc = all_through(ctx, s.rc, s.len, what, diag)) == 0) {
+      if (s.ready && (rc = agree_on(ctx, s.rc, "broadcast", s.len, what, diag)) == 0) {
         *msg = s.copy;
         *len = s.len;
         return 0;
@@ -190,7 +178,7 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
    * Never enter the windows unless every rank has its buffer. */
   if (hdr[1] < 8 || (buf = dbuf__mallocn(hdr[1], 1)) == NULL) /* 8: the trailer */
     rc = hdr[1] < 8 ? DBUF_EFORMAT : DBUF_ENOMEM;
-  if ((rc = ready_to_receive(ctx, rc, hdr[1], what, diag)) != 0) {
+  if ((rc = agree_on(ctx, rc, "receive", hdr[1], what, diag)) != 0) {
     free(buf);
     return rc;
   }
@@ -201,7 +189,7 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     if (MPI_Bcast((char *)buf + done, (int)n, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS && rc == 0)
       rc = DBUF_EMPI;
   }
-  if ((rc = all_through(ctx, rc, hdr[1], what, diag)) != 0) {
+  if ((rc = agree_on(ctx, rc, "broadcast", hdr[1], what, diag)) != 0) {
     free(buf);
     return rc;
   }
