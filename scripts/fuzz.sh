@@ -61,6 +61,7 @@ for h in "${harnesses[@]}"; do
   case $h in
   shapes_text) build_harness "$h" fuzz_shapes.c -DFUZZ_SHAPES_JSON=0 ;;
   shapes_json) build_harness "$h" fuzz_shapes.c -DFUZZ_SHAPES_JSON=1 ;;
+  wire) build_harness "$h" fuzz_wire.c -I"$top/src/core" ;; # the receiver's decoder too
   *) build_harness "$h" "fuzz_$h.c" ;;
   esac
 done

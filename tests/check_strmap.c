@@ -197,6 +197,43 @@ START_TEST(test_index_drop_and_build)
 }
 END_TEST
 
+/* The duplicate check as keys come: 3000 distinct keys appended 1, 7 and
+ * 500 at a time, each batch checked against all before it; then a key
+ * repeating key 1234 (in a later batch) stops the check there, and no
+ * batch after it moves it on. */
+START_TEST(test_check_as_keys_come)
+{
+  static const int64_t steps[] = {1, 7, 500};
+  char key[32];
+  int64_t id;
+  for (int s = 0; s < 3; s++) {
+    dbuf__strmap_t m = DBUF__STRMAP_INIT;
+    dbuf__strmap_check_t c;
+    ck_assert_int_eq(dbuf__strmap_reserve_keys(&m, 3001), 0);
+    ck_assert_int_eq(dbuf__strmap_check_begin(&c, 3001), 0);
+    ck_assert_int_eq(c.nslots, 8192); /* 32 doubled to >= 2 * 3001 */
+    for (int64_t i = 0; i < 3000; i++) {
+      snprintf(key, sizeof key, "k%lld", (long long)(i * 7919));
+      ck_assert_int_eq(dbuf__strmap_append(&m, key, strlen(key), &id), 0);
+      if ((i + 1) % steps[s] == 0)
+        dbuf__strmap_check_to(&m, &c, i + 1);
+    }
+    dbuf__strmap_check_to(&m, &c, 3000);
+    ck_assert_int_eq(c.done, 3000);
+    ck_assert(!c.dup);
+    ck_assert_int_eq(dbuf__strmap_append(&m, "k9772046", 8, &id), 0); /* 1234 * 7919 */
+    dbuf__strmap_check_to(&m, &c, 3001);
+    ck_assert(c.dup);
+    ck_assert_int_eq(c.done, 3000);
+    dbuf__strmap_check_to(&m, &c, 3001);
+    ck_assert_int_eq(c.done, 3000);
+    dbuf__strmap_check_free(&c);
+    ck_assert_ptr_null(c.slots);
+    dbuf__strmap_free(&m);
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -209,6 +246,7 @@ main(void)
   tcase_add_test(tc, test_shape_str);
   tcase_add_test(tc, test_sb_formats);
   tcase_add_test(tc, test_index_drop_and_build);
+  tcase_add_test(tc, test_check_as_keys_come);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -673,14 +673,15 @@ START_TEST(test_names_budget)
 }
 END_TEST
 
-START_TEST(test_structural)
+/* The seed tensor layout's message with case c's field changed, resealed. */
+static void
+structural_message(const structural_t *c, uint8_t **out, int64_t *outlen)
 {
-  const structural_t *c = &structural[_i];
-  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR), *back = NULL;
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR);
   uint8_t *buf;
   int64_t len;
-  dbuf_diag_t d;
   ck_assert_int_eq(dbuf_wire_encode(l, (void **)&buf, &len, NULL), 0);
+  dbuf_layout_destroy(l);
   /* The message as derived above: 6 sections of these tags and lengths. */
   static const int64_t plen[6] = {72, 80, 6, 40, 32, 20};
   ck_assert_int_eq(get64(buf + 96), 6);
@@ -714,6 +715,18 @@ START_TEST(test_structural)
     break;
   }
   reseal(buf, len);
+  *out = buf;
+  *outlen = len;
+}
+
+START_TEST(test_structural)
+{
+  const structural_t *c = &structural[_i];
+  dbuf_layout_t *back = NULL;
+  uint8_t *buf;
+  int64_t len;
+  dbuf_diag_t d;
+  structural_message(c, &buf, &len);
   dbuf_diag_clear(&d);
   int rc = dbuf_wire_decode(buf, len, &back, &d);
   ck_assert_msg(rc == c->want, "%s: %s (%s), want %s", c->what, dbuf_err_name(rc), d.msg,
@@ -721,7 +734,6 @@ START_TEST(test_structural)
   ck_assert_msg(strcmp(d.msg, c->msg) == 0, "%s: '%s', want '%s'", c->what, d.msg, c->msg);
   ck_assert_ptr_null(back);
   free(buf);
-  dbuf_layout_destroy(l);
 }
 END_TEST
 
@@ -963,6 +975,22 @@ reseal_plan(uint8_t *m, int64_t len)
   put64(m + len - 8, XXH3_64bits(m, (size_t)len - 8));
 }
 
+/* Buffer i of plans a and b: the same unit, dtype, layout and digest. */
+static void
+assert_same_buffer(const dbuf_plan_t *a, const dbuf_plan_t *b, int64_t i)
+{
+  dbuf_plan_buffer_t x, y;
+  uint64_t dx, dy;
+  dbuf_plan_buffer(a, i, &x);
+  dbuf_plan_buffer(b, i, &y);
+  ck_assert_str_eq(x.unit, y.unit);
+  ck_assert_int_eq(x.dtype, y.dtype);
+  assert_same(x.layout, y.layout);
+  ck_assert_int_eq(dbuf_wire_digest(x.layout, &dx, NULL), 0);
+  ck_assert_int_eq(dbuf_wire_digest(y.layout, &dy, NULL), 0);
+  ck_assert(dx == dy);
+}
+
 START_TEST(test_plan_messages)
 {
   dbuf_plan_t *p = seed_plan(), *q = NULL;
@@ -976,17 +1004,10 @@ START_TEST(test_plan_messages)
   ck_assert_int_eq(dbuf_wire_plan_decode(buf, len, &q, NULL), 0);
   ck_assert_int_eq(dbuf_plan_nbuffers(q), 2);
   for (int64_t i = 0; i < 2; i++) {
-    dbuf_plan_buffer_t a, b;
-    uint64_t da, db;
-    dbuf_plan_buffer(p, i, &a);
+    dbuf_plan_buffer_t b;
     dbuf_plan_buffer(q, i, &b);
-    ck_assert_str_eq(a.unit, b.unit);
-    ck_assert_int_eq(a.dtype, b.dtype);
     ck_assert_int_eq(b.elem_size, i == 0 ? 4 : 2);
-    ck_assert_int_eq(dbuf_wire_digest(a.layout, &da, NULL), 0);
-    ck_assert_int_eq(dbuf_wire_digest(b.layout, &db, NULL), 0);
-    ck_assert(da == db);
-    assert_same(a.layout, b.layout);
+    assert_same_buffer(p, q, i);
   }
   dbuf_plan_destroy(q);
   /* Every bit flip outside the magic: refused (checksums). */
@@ -1195,6 +1216,180 @@ START_TEST(test_stream_send)
 }
 END_TEST
 
+/*
+ * A plan message decoded as a receiver gets it (dbuf__wire_rx_t): fed
+ * window by window, then decoded with the head start.  The result must be
+ * what dbuf_wire_plan_decode() gives for the same bytes, code and message,
+ * whatever the windows; *ahead: the layouts whose tensor lists were built
+ * before the decode.
+ */
+static int
+rx_decode(const uint8_t *m, int64_t len, int64_t win, dbuf_plan_t **out, int64_t *ahead,
+          dbuf_diag_t *d)
+{
+  dbuf__wire_rx_t *rx = NULL;
+  /* The bytes not received yet are junk, as in a receiver's buffer: a
+   * decoder that read past what it was given would go wrong. */
+  uint8_t *buf = malloc((size_t)len);
+  ck_assert_ptr_nonnull(buf);
+  memset(buf, 0xa5, (size_t)len);
+  ck_assert_int_eq(dbuf__wire_rx_create(len, &rx), 0);
+  for (int64_t have = 0; have < len;) {
+    int64_t from = have;
+    have = len - have < win ? len : have + win;
+    memcpy(buf + from, m + from, (size_t)(have - from));
+    dbuf__wire_rx_feed(rx, buf, have);
+  }
+  *ahead = dbuf__wire_rx_ahead(rx);
+  dbuf_diag_clear(d);
+  int rc = dbuf__wire_rx_plan_decode(rx, buf, len, out, d);
+  dbuf__wire_rx_destroy(rx);
+  free(buf);
+  return rc;
+}
+
+static const int64_t rx_windows[] = {1, 5, 16, 128, 1000, 4096, (int64_t)1 << 20};
+
+/* Decoded window by window and whole: the same plan, or the same refusal. */
+static void
+rx_same(const uint8_t *m, int64_t len, int64_t want_ahead)
+{
+  dbuf_plan_t *whole = NULL;
+  dbuf_diag_t dw;
+  dbuf_diag_clear(&dw);
+  int rcw = dbuf_wire_plan_decode(m, len, &whole, &dw);
+  for (size_t w = 0; w < sizeof rx_windows / sizeof rx_windows[0]; w++) {
+    dbuf_plan_t *got = NULL;
+    dbuf_diag_t d;
+    int64_t ahead = -1;
+    int rc = rx_decode(m, len, rx_windows[w], &got, &ahead, &d);
+    ck_assert_msg(rc == rcw && strcmp(d.msg, dw.msg) == 0,
+                  "window %lld: %s '%s', whole: %s '%s'", (long long)rx_windows[w],
+                  dbuf_err_name(rc), d.msg, dbuf_err_name(rcw), dw.msg);
+    if (want_ahead >= 0)
+      ck_assert_int_eq(ahead, want_ahead);
+    if (rc != 0) {
+      ck_assert_ptr_null(got);
+      continue;
+    }
+    ck_assert_int_eq(dbuf_plan_nbuffers(got), dbuf_plan_nbuffers(whole));
+    for (int64_t b = 0; b < dbuf_plan_nbuffers(got); b++) {
+      dbuf_plan_buffer_t x, y;
+      dbuf_plan_buffer(whole, b, &x);
+      dbuf_plan_buffer(got, b, &y);
+      ck_assert_int_eq(y.layout->has_digest, x.layout->has_digest);
+      assert_same_buffer(whole, got, b);
+    }
+    dbuf_plan_destroy(got);
+  }
+  dbuf_plan_destroy(whole);
+}
+
+/* Every layout of a plan message of every kind (and a zoo model's 45,395
+ * tensors) is built ahead, whatever the windows, and decodes as a whole. */
+START_TEST(test_rx_round_trip)
+{
+  dbuf_plan_t *p = seed_plan();
+  ck_assert_int_eq(dbuf_plan_add(p, "model.layers.1", DBUF_DTYPE_F16,
+                                 seed_layout(DBUF_LAYOUT_TENSOR), NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, "model.layers.2", DBUF_DTYPE_F16,
+                                 seed_layout(DBUF_LAYOUT_COMPACT), NULL, NULL), 0);
+  char path[4096];
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l;
+  dbuf_layout_params_t lp;
+  snprintf(path, sizeof path, "%s/zoo/deepseek-v3.shapes", test_data_dir());
+  ck_assert_int_eq(dbuf_shapes_read(path, &t, NULL, NULL), 0);
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 3;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  dbuf_tensors_destroy(t);
+  ck_assert_int_eq(dbuf_plan_add(p, "deepseek", DBUF_DTYPE_BF16, l, NULL, NULL), 0);
+  void *m;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_plan_encode(p, &m, &len, NULL), 0);
+  ck_assert_int_gt(len, 1000000);
+  rx_same(m, len, 5);
+  /* Every 7th bit flipped past the magic: refused alike (checksums), and
+   * never a head start taken as a result. */
+  uint8_t *b = m;
+  for (int64_t bit = 64; bit < 8 * 1200; bit += 7) {
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    dbuf_plan_t *q = NULL;
+    dbuf_diag_t d;
+    int64_t ahead;
+    ck_assert_int_eq(rx_decode(b, len, 4096, &q, &ahead, &d), DBUF_ECHECKSUM);
+    ck_assert_ptr_null(q);
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+  }
+  /* Fed less than the whole: decoded from scratch, and right. */
+  dbuf__wire_rx_t *rx = NULL;
+  dbuf_plan_t *q = NULL;
+  ck_assert_int_eq(dbuf__wire_rx_create(len, &rx), 0);
+  dbuf__wire_rx_feed(rx, m, len / 2);
+  ck_assert_int_eq(dbuf__wire_rx_plan_decode(rx, m, len, &q, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_nbuffers(q), 5);
+  dbuf_plan_destroy(q);
+  dbuf__wire_rx_destroy(rx);
+  free(m);
+  dbuf_plan_destroy(p);
+}
+END_TEST
+
+/* A layout message in a plan message of one buffer (unit "u", fp32, 3
+ * ranks). */
+static uint8_t *
+plan_around(const uint8_t *msg, int64_t mlen, int64_t *len)
+{
+  int64_t n = 64 + 24 + 1 + mlen + 8;
+  uint8_t *m = calloc(1, (size_t)n);
+  ck_assert_ptr_nonnull(m);
+  memcpy(m, DBUF_WIRE_PLAN_MAGIC, 8);
+  put64(m + 8, DBUF_WIRE_PLAN_VERSION);
+  put64(m + 16, (uint64_t)n);
+  put64(m + 24, 1);
+  put64(m + 32, 3);
+  put64(m + 64, 1);
+  m[72] = 'u';
+  put64(m + 73, DBUF_DTYPE_F32);
+  put64(m + 81, (uint64_t)mlen);
+  memcpy(m + 89, msg, (size_t)mlen);
+  reseal_plan(m, n);
+  *len = n;
+  return m;
+}
+
+/* Each structural error behind good checksums: the same code and message
+ * window by window as whole (where the head start stops, and after). */
+START_TEST(test_rx_structural)
+{
+  uint8_t *msg;
+  int64_t mlen, len;
+  structural_message(&structural[_i], &msg, &mlen);
+  uint8_t *m = plan_around(msg, mlen, &len);
+  dbuf_plan_t *q = NULL;
+  ck_assert_int_ne(dbuf_wire_plan_decode(m, len, &q, NULL), 0);
+  rx_same(m, len, -1);
+  free(m);
+  free(msg);
+}
+END_TEST
+
+/* The seed message unchanged goes through, built ahead. */
+START_TEST(test_rx_seed)
+{
+  dbuf_layout_t *l = seed_layout(DBUF_LAYOUT_TENSOR);
+  uint8_t *msg;
+  int64_t mlen, len;
+  ck_assert_int_eq(dbuf_wire_encode(l, (void **)&msg, &mlen, NULL), 0);
+  uint8_t *m = plan_around(msg, mlen, &len);
+  rx_same(m, len, 1);
+  free(m);
+  free(msg);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 /* Every zoo model at 8 ranks, padded, including deepseek-v3's 45,395 tensors. */
 START_TEST(test_zoo_models)
 {
@@ -1241,6 +1436,10 @@ wire_suite(void)
   tcase_add_test(tc, test_plan_messages);
   tcase_add_loop_test(tc, test_stream_send, 0,
                       (int)(sizeof stream_windows / sizeof stream_windows[0]));
+  tcase_add_test(tc, test_rx_round_trip);
+  tcase_add_test(tc, test_rx_seed);
+  tcase_add_loop_test(tc, test_rx_structural, 0,
+                      (int)(sizeof structural / sizeof structural[0]));
   suite_add_tcase(s, tc);
   return s;
 }

@@ -23,6 +23,13 @@ agree_rc(dbuf_comm_t *ctx, int local_rc)
 typedef int (*send_fn)(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum,
                        int note, dbuf_diag_t *diag);
 
+/* A receiver's decoder fed as the windows arrive (dbuf__wire_rx_t): made
+ * once the length is known, fed the whole buffer and its bytes so far. */
+typedef struct {
+  int (*create)(int64_t total, dbuf__wire_rx_t **rx);
+  void (*feed)(dbuf__wire_rx_t *rx, const void *msg, int64_t have);
+} rx_fn;
+
 /* The windows of a message (MPI_Bcast counts must match on every rank):
  * at most 1 MiB, which stays in cache, and at most the context's chunk. */
 static int64_t
@@ -106,9 +113,9 @@ root_bytes(void *arg, const void *p, int64_t n)
  */
 static int
 bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *obj,
-              const char *what, send_fn send, int keep, int note, int out_ok,
-              int64_t nranks_expected, void **msg, int64_t *len, uint64_t *sum,
-              dbuf_diag_t *diag)
+              const char *what, send_fn send, const rx_fn *recv, int keep, int note,
+              int out_ok, int64_t nranks_expected, void **msg, int64_t *len, uint64_t *sum,
+              dbuf__wire_rx_t **rx, dbuf_diag_t *diag)
 {
   void *buf = NULL;
   int64_t hdr[2] = {0, 0}; /* rank 0's code; then message or payload bytes */
@@ -182,12 +189,18 @@ bcast_message(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *o
     free(buf);
     return rc;
   }
-  /* Every window, after a failure too (as rank 0 sends them all). */
+  /* Every window, after a failure too (as rank 0 sends them all), each
+   * decoded as far as it goes while rank 0 writes the next (no decoder:
+   * decoded once all are in). */
   const int64_t win = window_of(ctx);
+  if (recv != NULL && rx != NULL && recv->create(hdr[1], rx) != 0)
+    *rx = NULL;
   for (int64_t done = 0; done < hdr[1]; done += win) {
     int64_t n = hdr[1] - done < win ? hdr[1] - done : win;
     if (MPI_Bcast((char *)buf + done, (int)n, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS && rc == 0)
       rc = DBUF_EMPI;
+    if (rc == 0 && rx != NULL && *rx != NULL)
+      recv->feed(*rx, buf, done + n);
   }
   if ((rc = agree_on(ctx, rc, "broadcast", hdr[1], what, diag)) != 0) {
     free(buf);
@@ -239,13 +252,16 @@ send_plan(const void *obj, const dbuf__wire_sink_t *sink, uint64_t *sum, int not
 /* A message decoded (decode_fn), then, the message freed, the decoded
  * object (or rank 0's own) re-validated (check_fn): 0 or the code, msg
  * filled. */
-typedef int (*decode_fn)(const void *buf, int64_t len, void **obj, dbuf_diag_t *local);
+typedef int (*decode_fn)(const void *buf, int64_t len, dbuf__wire_rx_t *rx, void **obj,
+                         dbuf_diag_t *local);
 typedef int (*check_fn)(const void *obj, int nranks_expected, const char *how,
                         dbuf_diag_t *local);
 
 static int
-decode_layout(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
+decode_layout(const void *buf, int64_t len, dbuf__wire_rx_t *rx, void **obj,
+              dbuf_diag_t *local)
 {
+  (void)rx; /* a layout is decoded once it is all in */
   dbuf_layout_t *l = NULL;
   int rc = dbuf_wire_decode(buf, len, &l, local);
   *obj = l;
@@ -259,10 +275,11 @@ check_layout(const void *obj, int nranks_expected, const char *how, dbuf_diag_t 
 }
 
 static int
-decode_plan(const void *buf, int64_t len, void **obj, dbuf_diag_t *local)
+decode_plan(const void *buf, int64_t len, dbuf__wire_rx_t *rx, void **obj,
+            dbuf_diag_t *local)
 {
   dbuf_plan_t *p = NULL;
-  int rc = dbuf_wire_plan_decode(buf, len, &p, local);
+  int rc = dbuf__wire_rx_plan_decode(rx, buf, len, &p, local); /* rx NULL: from scratch */
   *obj = p;
   return rc;
 }
@@ -286,6 +303,8 @@ check_plan(const void *obj, int nranks_expected, const char *how, dbuf_diag_t *l
   return rc;
 }
 
+static const rx_fn plan_rx = {dbuf__wire_rx_create, dbuf__wire_rx_feed};
+
 static void
 destroy_layout(void *obj)
 {
@@ -303,6 +322,7 @@ destroy_plan(void *obj)
 typedef struct {
   send_fn send;
   int copy; /* 0: rank 0 keeps obj (and notes its digests) */
+  const rx_fn *recv; /* NULL: decode once the message is all in */
   decode_fn decode;
   check_fn check;
   void (*destroy)(void *);
@@ -321,15 +341,19 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
   uint64_t sum = 0;
   dbuf_diag_t local;
   const int own = ctx != NULL && ctx->rank == 0 && !c->copy;
-  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->copy, !c->copy,
-                         out != NULL, nranks_expected, &buf, &len, &sum, diag);
-  if (rc != 0)
+  dbuf__wire_rx_t *rx = NULL;
+  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->recv, c->copy,
+                         !c->copy, out != NULL, nranks_expected, &buf, &len, &sum, &rx, diag);
+  if (rc != 0) {
+    dbuf__wire_rx_destroy(rx);
     return rc;
+  }
   dbuf_diag_clear(&local);
   if (own)
     got = (void *)obj; /* the caller's own, handed back */
   else
-    rc = c->decode(buf, len, &got, &local);
+    rc = c->decode(buf, len, rx, &got, &local);
+  dbuf__wire_rx_destroy(rx);
   free(buf); /* decoded: the checks run without it */
   if (rc == 0)
     rc = c->check(got, nranks_expected, own ? "sent" : "received", &local);
@@ -353,7 +377,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_layout, 1, decode_layout, check_layout, destroy_layout};
+  const codec_t c = {send_layout, 1, NULL, decode_layout, check_layout, destroy_layout};
   return bcast_object(ctx, root_rc, root_msg, layout, "layout", &c, nranks_expected,
                       (void **)out, digest, diag);
 }
@@ -363,7 +387,7 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, 1, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 1, &plan_rx, decode_plan, check_plan, destroy_plan};
   return bcast_object(ctx, root_rc, root_msg, plan, "plan", &c, nranks_expected, (void **)out,
                       digest, diag);
 }
@@ -372,7 +396,7 @@ int
 dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg, dbuf_plan_t **plan,
                      int nranks_expected, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, 0, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 0, &plan_rx, decode_plan, check_plan, destroy_plan};
   void *got = NULL;
   if (ctx == NULL)
     return DBUF_EINVAL;

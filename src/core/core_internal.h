@@ -166,6 +166,10 @@ int dbuf__tensors_add_bulk_as(struct dbuf_tensors *t, const char *name, size_t l
  * block is never copied as it grows; dbuf__tensors_trim() gives back what
  * was not used.  0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_ENOMEM. */
 int dbuf__tensors_reserve_names(struct dbuf_tensors *t, int64_t bytes);
+/* The list's names, for a bulk reader that checks them for duplicates as
+ * they come (strmap.h: dbuf__strmap_check_to()). */
+struct dbuf__strmap;
+const struct dbuf__strmap *dbuf__tensors_names(const struct dbuf_tensors *t);
 
 /* The list's table of distinct shapes (internal): the shape id of tensor
  * id (ids in order of first use), how many shapes, and a name's length
@@ -235,5 +239,24 @@ DBUF__SHARED int dbuf__wire_send(const struct dbuf_layout *l, const dbuf__wire_s
                                  uint64_t *sum, dbuf_diag_t *diag);
 DBUF__SHARED int dbuf__wire_plan_send(const struct dbuf_plan *p, const dbuf__wire_sink_t *sink,
                                       uint64_t *sum, int note, dbuf_diag_t *diag);
+
+/*
+ * A plan message decoded as it is received (internal; libdbuf-mpi's
+ * receivers): create with the message's length, feed the bytes in so far
+ * (msg the whole message's buffer, have its bytes present, growing) after
+ * every window, then decode the whole message with what was done ahead:
+ * the checksums hashed window by window, each layout's tensor list built
+ * while its names arrive.  The decode gives exactly what
+ * dbuf_wire_plan_decode() gives for the same bytes (the same checks and
+ * messages); feeding refuses nothing and cannot fail.
+ */
+typedef struct dbuf__wire_rx dbuf__wire_rx_t;
+DBUF__SHARED int dbuf__wire_rx_create(int64_t total, dbuf__wire_rx_t **rx);
+DBUF__SHARED void dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64_t have);
+DBUF__SHARED int dbuf__wire_rx_plan_decode(dbuf__wire_rx_t *rx, const void *msg, int64_t len,
+                                           struct dbuf_plan **out, dbuf_diag_t *diag);
+DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
+/* How many layouts got their tensor list built ahead (for the tests). */
+DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 
 #endif /* DBUF_CORE_INTERNAL_H */

@@ -106,13 +106,44 @@ key_len(const dbuf__strmap_t *m, int64_t id)
 
 #define AHEAD DBUF__PREFETCH_AHEAD
 
-/* A table of nslots slots (a power of two >= 2 * count) indexing m's keys.
- * The key AHEAD places on is hashed and its slot prefetched before each
- * insert, so that the random reads of the table overlap instead of waiting
- * one by one.  With check, a key equal to an earlier one stops the fill:
- * DBUF_EDUP, dup[0] the earlier id and dup[1] the later, nothing kept;
- * without it the keys must be distinct.  0 or DBUF_EOVERFLOW, DBUF_ENOMEM,
- * DBUF_EDUP. */
+/* Keys [from, to) of m into slots (nslots of them, a power of two >= 2 *
+ * the count the table is for), which hold keys [0, from) already.  The key
+ * AHEAD places on is hashed and its slot prefetched before each insert, so
+ * that the random reads of the table overlap instead of waiting one by one.
+ * With check, a key equal to an earlier one stops the inserts: DBUF_EDUP,
+ * dup[0] the earlier id and dup[1] the later; without it the keys must be
+ * distinct. */
+static int
+insert_keys(const dbuf__strmap_t *m, uint32_t *slots, int64_t nslots, int64_t from, int64_t to,
+            int check, int64_t dup[2])
+{
+  uint64_t mask = (uint64_t)nslots - 1, h[AHEAD];
+  unsigned bits = id_bits(nslots);
+  for (int64_t id = from; id < to + AHEAD; id++) {
+    int64_t j = id - AHEAD; /* insert j, then hash id into j's place */
+    if (j >= from) {
+      uint64_t hj = h[j % AHEAD], i = hj & mask, tag = hj >> 32 >> bits;
+      for (uint64_t v; (v = slots[i]) != 0; i = (i + 1) & mask) {
+        if (check && (v >> bits) == tag &&
+            strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), m->keys + key_off(m, j)) == 0) {
+          dup[0] = (int64_t)(v & mask) - 1;
+          dup[1] = j;
+          return DBUF_EDUP;
+        }
+      }
+      slots[i] = slot_of(hj, j, bits);
+    }
+    if (id < to) {
+      h[id % AHEAD] = key_hash(m->keys + key_off(m, id), key_len(m, id));
+      __builtin_prefetch(&slots[h[id % AHEAD] & mask], 1);
+    }
+  }
+  return 0;
+}
+
+/* A table of nslots slots (a power of two >= 2 * count) indexing m's keys
+ * (insert_keys()); with check, DBUF_EDUP (dup filled) leaves nothing.  0
+ * or DBUF_EOVERFLOW, DBUF_ENOMEM, DBUF_EDUP. */
 static int
 fill_index(const dbuf__strmap_t *m, int64_t nslots, int check, uint32_t **out, int64_t dup[2])
 {
@@ -121,30 +152,48 @@ fill_index(const dbuf__strmap_t *m, int64_t nslots, int check, uint32_t **out, i
   uint32_t *slots = dbuf__calloc(nslots, sizeof *slots);
   if (slots == NULL)
     return DBUF_ENOMEM;
-  uint64_t mask = (uint64_t)nslots - 1, h[AHEAD];
-  unsigned bits = id_bits(nslots);
-  for (int64_t id = 0; id < m->count + AHEAD; id++) {
-    int64_t j = id - AHEAD; /* insert j, then hash id into j's place */
-    if (j >= 0) {
-      uint64_t hj = h[j % AHEAD], i = hj & mask, tag = hj >> 32 >> bits;
-      for (uint64_t v; (v = slots[i]) != 0; i = (i + 1) & mask) {
-        if (check && (v >> bits) == tag &&
-            strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), m->keys + key_off(m, j)) == 0) {
-          dup[0] = (int64_t)(v & mask) - 1;
-          dup[1] = j;
-          free(slots);
-          return DBUF_EDUP;
-        }
-      }
-      slots[i] = slot_of(hj, j, bits);
-    }
-    if (id < m->count) {
-      h[id % AHEAD] = key_hash(m->keys + key_off(m, id), key_len(m, id));
-      __builtin_prefetch(&slots[h[id % AHEAD] & mask], 1);
-    }
+  int rc = insert_keys(m, slots, nslots, 0, m->count, check, dup);
+  if (rc != 0) {
+    free(slots);
+    return rc;
   }
   *out = slots;
   return 0;
+}
+
+int
+dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count)
+{
+  int64_t twice;
+  int rc;
+  memset(c, 0, sizeof *c);
+  if (count < 0 || count > MAX_KEYS)
+    return DBUF_EOVERFLOW;
+  if ((rc = dbuf__mul(count, 2, &twice)) != 0 || (rc = grown(0, twice, 32, &c->nslots)) != 0)
+    return rc;
+  if ((c->slots = dbuf__calloc(c->nslots, sizeof *c->slots)) == NULL)
+    return DBUF_ENOMEM;
+  c->count = count;
+  return 0;
+}
+
+void
+dbuf__strmap_check_to(const dbuf__strmap_t *m, dbuf__strmap_check_t *c, int64_t upto)
+{
+  int64_t dup[2];
+  if (c->slots == NULL || c->dup || upto > m->count || upto > c->count || upto <= c->done)
+    return;
+  if (insert_keys(m, c->slots, c->nslots, c->done, upto, 1, dup) != 0)
+    c->dup = 1; /* the whole check, done again, names the pair */
+  else
+    c->done = upto;
+}
+
+void
+dbuf__strmap_check_free(dbuf__strmap_check_t *c)
+{
+  free(c->slots);
+  memset(c, 0, sizeof *c);
 }
 
 /* Room for count + n keys: entry arrays and a table at most half full.

@@ -115,6 +115,21 @@ int dbuf__strmap_reserve_bytes(dbuf__strmap_t *m, int64_t bytes);
 int dbuf__strmap_append(dbuf__strmap_t *m, const char *key, size_t len, int64_t *id);
 int dbuf__strmap_index_check(dbuf__strmap_t *m, int64_t dup[2]);
 
+/* The duplicate check of dbuf__strmap_index_check() done as the keys come,
+ * for a map that will hold count keys: after dbuf__strmap_check_begin()
+ * (0, DBUF_EOVERFLOW, DBUF_ENOMEM), dbuf__strmap_check_to() checks the keys
+ * below upto not checked yet against every one before them (a table of
+ * its own, the map unchanged); c->done keys are proven distinct, or c->dup
+ * is set, the check stopped at the first repeated key. */
+typedef struct {
+  uint32_t *slots;
+  int64_t nslots, count, done;
+  int dup;
+} dbuf__strmap_check_t;
+int dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count);
+void dbuf__strmap_check_to(const dbuf__strmap_t *m, dbuf__strmap_check_t *c, int64_t upto);
+void dbuf__strmap_check_free(dbuf__strmap_check_t *c);
+
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);
 

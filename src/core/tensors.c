@@ -832,6 +832,12 @@ dbuf__tensors_reserve_names(dbuf_tensors_t *t, int64_t bytes)
   return rc != 0 ? rc : dbuf__strmap_reserve_bytes(&t->names, bytes);
 }
 
+const dbuf__strmap_t *
+dbuf__tensors_names(const dbuf_tensors_t *t)
+{
+  return &t->names;
+}
+
 uint32_t
 dbuf__tensors_shape_id(const dbuf_tensors_t *t, int64_t id)
 {

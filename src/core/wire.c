@@ -3,6 +3,7 @@
 
 #include "core_internal.h"
 #include "layout_internal.h"
+#include "strmap.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -573,9 +574,10 @@ dbuf_wire_checksum(const void *buf, int64_t len, uint64_t *sum)
   return 0;
 }
 
-/* The magic, the lengths, both checksums and the version. */
+/* The magic, the lengths, both checksums and the version; sum: the hash
+ * of the bytes before the trailer when a receiver has it (else NULL). */
 static int
-check_envelope(const uint8_t *p, int64_t len, dbuf_diag_t *diag)
+check_envelope(const uint8_t *p, int64_t len, const uint64_t *sum, dbuf_diag_t *diag)
 {
   if (len < 8 || memcmp(p, DBUF_WIRE_MAGIC, 8) != 0)
     return dbuf__diag(diag, DBUF_EFORMAT,
@@ -592,7 +594,7 @@ check_envelope(const uint8_t *p, int64_t len, dbuf_diag_t *diag)
                       "wire: %s message: %lld bytes, the header says %lld",
                       len < total ? "truncated" : "over-long", (long long)len,
                       (long long)total);
-  if (XXH3_64bits(p, (size_t)len - 8) != get_u64(p + len - 8))
+  if ((sum != NULL ? *sum : XXH3_64bits(p, (size_t)len - 8)) != get_u64(p + len - 8))
     return dbuf__diag(diag, DBUF_ECHECKSUM, "wire: message checksum mismatch");
   uint64_t version = get_u64(p + 8);
   if (version != DBUF_WIRE_VERSION)
@@ -721,120 +723,319 @@ read_shapes(const uint8_t *p, const msg_t *m, int64_t *at, int64_t *sd, dbuf_dia
   return 0;
 }
 
-/* The tensor list: records, names and shapes (sd, at: read_shapes()).  One
+/*
+ * The tensor list: records, names and shapes (sd, at: read_shapes()).  One
  * list with its arrays reserved up front, added to in bulk, and one name
  * buffer: no allocation per tensor, one pass over the names for duplicates.
- * Clears m->canonical unless the shapes come in order of first use, each
- * once, and every name prefix is the longest one. */
-static int
-read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
-             dbuf_tensors_t **out, dbuf_diag_t *diag)
+ * Resumable, so that a receiver can build it while the names still arrive
+ * (dbuf__wire_rx_t): tx_begin() once every record is in, tx_run() with the
+ * names section's bytes present so far, as often as more come, tx_end()
+ * once all are in.  Clears canonical unless the shapes come in order of
+ * first use, each once, and every name prefix is the longest one.
+ */
+typedef struct {
+  const int64_t *at, *sd; /* the shapes (read_shapes()) */
+  dbuf_tensors_t *t;
+  int64_t *sid;           /* the list's id of each message shape, once used */
+  char *name;             /* the name being decoded (front coding) */
+  int64_t cap, len;
+  int64_t i;              /* the next record */
+  int64_t npos, nend;     /* in the names section */
+  int64_t nul, scanned;   /* the first NUL byte of the names at or past npos
+                             (nend: none), found in [npos, scanned) */
+  int64_t full, budget, next_shape;
+  int canonical;
+  dbuf__strmap_check_t dups; /* names checked as they come (a receiver's) */
+} tx_t;
+
+static void
+tx_free(tx_t *x)
 {
-  dbuf_tensors_t *t = NULL;
-  char *name = NULL;
-  int64_t cap = 0, len = 0, npos = m->at[SEC_NAMES], nend = npos + m->len[SEC_NAMES];
-  int64_t full = 0, budget = names_budget(m->bytes), next_shape = 0;
-  /* The first NUL byte of the names section (or its end): one scan, not one a name. */
-  const uint8_t *z = memchr(p + npos, '\0', (size_t)(nend - npos));
-  int64_t nul = z != NULL ? z - p : nend;
+  dbuf_tensors_destroy(x->t);
+  free(x->name);
+  free(x->sid);
+  dbuf__strmap_check_free(&x->dups);
+  memset(x, 0, sizeof *x);
+}
+
+static int
+tx_begin(const uint8_t *p, const msg_t *m, const int64_t *at, const int64_t *sd, tx_t *x,
+         dbuf_diag_t *diag)
+{
   int rc;
-  /* the list's id of each message shape, once a tensor has used it */
-  int64_t *sid = dbuf__mallocn(m->nshapes, sizeof *sid);
-  if (sid == NULL || (rc = dbuf_tensors_create(&t)) != 0 ||
-      (rc = dbuf__tensors_bulk_begin(t, m->n)) != 0) {
-    free(sid);
-    dbuf_tensors_destroy(t);
-    return dbuf__diag(diag, sid == NULL ? DBUF_ENOMEM : rc, "wire: %s",
-                      dbuf_strerror(sid == NULL ? DBUF_ENOMEM : rc));
+  memset(x, 0, sizeof *x);
+  x->at = at;
+  x->sd = sd;
+  x->npos = x->scanned = m->at[SEC_NAMES];
+  x->nend = x->nul = x->npos + m->len[SEC_NAMES];
+  x->budget = names_budget(m->bytes);
+  x->canonical = 1;
+  x->sid = dbuf__mallocn(m->nshapes, sizeof *x->sid);
+  if (x->sid == NULL || (rc = dbuf_tensors_create(&x->t)) != 0 ||
+      (rc = dbuf__tensors_bulk_begin(x->t, m->n)) != 0) {
+    rc = x->sid == NULL ? DBUF_ENOMEM : rc;
+    tx_free(x);
+    return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
   }
   for (int64_t k = 0; k < m->nshapes; k++)
-    sid[k] = -1;
+    x->sid[k] = -1;
   /* The names' bytes, reserved at once: the name block is not copied as it
-   * grows (a bad record is named by the loop below; then nothing is kept). */
+   * grows (a bad record is named by tx_run(); then nothing is kept). */
   int64_t bytes = 0, prev = 0;
-  for (int64_t i = 0; i < m->n && bytes <= budget; i++) {
+  for (int64_t i = 0; i < m->n && bytes <= x->budget; i++) {
     const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
     int64_t pre = get_u32(r + 4), suf = get_u32(r + 8);
-    if (pre > prev || suf > nend - npos) /* a bad record: reserve no more than so far */
+    if (pre > prev || suf > x->nend - x->npos) /* a bad record: reserve no more than so far */
       break;
     prev = pre + suf;
     bytes += prev + 1; /* < 2^34 a record */
   }
-  if (bytes <= budget)
-    (void)dbuf__tensors_reserve_names(t, bytes); /* a failure shows in the adds */
-  for (int64_t i = 0; i < m->n && rc == 0; i++) {
-    const uint8_t *r = p + m->at[SEC_TENSORS] + i * (int64_t)m->rec;
+  if (bytes <= x->budget)
+    (void)dbuf__tensors_reserve_names(x->t, bytes); /* a failure shows in the adds */
+  return 0;
+}
+
+/* Every tensor whose name suffix lies below upto (at most the names
+ * section's end); 0 or the code, diag filled (then x is to be freed). */
+static int
+tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *diag)
+{
+  const int64_t nend = x->nend;
+  int rc = 0;
+  if (upto > nend)
+    upto = nend;
+  if (x->nul == nend && x->scanned < upto) { /* one scan of the names, not one a name */
+    const uint8_t *z = memchr(p + x->scanned, '\0', (size_t)(upto - x->scanned));
+    x->nul = z != NULL ? z - p : nend;
+    x->scanned = upto;
+  }
+  for (; x->i < m->n; x->i++) {
+    const uint8_t *r = p + m->at[SEC_TENSORS] + x->i * (int64_t)m->rec;
     uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
+    int64_t i = x->i;
     dbuf_diag_t d;
-    if (sh >= m->nshapes || fl != 0 || pre > len || (int64_t)suf > nend - npos ||
-        (int64_t)pre + suf < 1) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: %s", (long long)i,
-                      sh >= m->nshapes ? "shape index out of the table"
-                      : fl != 0        ? "unknown flags"
-                      : pre > len      ? "name prefix longer than the previous name"
-                      : (int64_t)suf > nend - npos ? "name runs past the names section"
-                                                   : "empty name");
-      break;
-    }
-    if (nul < npos + (int64_t)suf) { /* nul >= npos: names are read in order */
-      rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL byte in the name",
-                      (long long)i);
-      break;
-    }
+    if (sh >= m->nshapes || fl != 0 || pre > x->len || (int64_t)suf > nend - x->npos ||
+        (int64_t)pre + suf < 1)
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: %s", (long long)i,
+                        sh >= m->nshapes ? "shape index out of the table"
+                        : fl != 0        ? "unknown flags"
+                        : pre > x->len   ? "name prefix longer than the previous name"
+                        : (int64_t)suf > nend - x->npos ? "name runs past the names section"
+                                                        : "empty name");
+    if ((int64_t)suf > upto - x->npos)
+      break; /* the rest of the name is still to come */
+    if (x->nul < x->npos + (int64_t)suf) /* nul >= npos: names are read in order */
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: NUL byte in the name",
+                        (long long)i);
     /* The encoder shares all it can with the previous name, and numbers
      * the shapes as they first appear. */
-    if ((pre < len && suf > 0 && (uint8_t)name[pre] == p[npos]) || sh > next_shape)
-      m->canonical = 0;
-    next_shape += sh == next_shape;
-    len = (int64_t)pre + suf;
-    if (__builtin_add_overflow(full, len, &full) || full > budget) {
-      rc = dbuf__diag(diag, DBUF_EFORMAT,
-                      "wire: tensor %lld: the names decode to more than 64 times the "
-                      "%lld-byte message", (long long)i, (long long)m->bytes);
-      break;
-    }
-    if (len + 1 > cap) { /* doubling: a few reallocations in all */
-      int64_t c = cap ? cap : 256;
+    if ((pre < x->len && suf > 0 && (uint8_t)x->name[pre] == p[x->npos]) ||
+        sh > x->next_shape)
+      x->canonical = 0;
+    x->next_shape += sh == x->next_shape;
+    int64_t len = (int64_t)pre + suf;
+    if (__builtin_add_overflow(x->full, len, &x->full) || x->full > x->budget)
+      return dbuf__diag(diag, DBUF_EFORMAT,
+                        "wire: tensor %lld: the names decode to more than 64 times the "
+                        "%lld-byte message", (long long)i, (long long)m->bytes);
+    if (len + 1 > x->cap) { /* doubling: a few reallocations in all */
+      int64_t c = x->cap ? x->cap : 256;
       while (c < len + 1)
         c *= 2; /* len < 2^33 */
-      char *nb = dbuf__reallocn(name, c, 1);
-      if (nb == NULL) {
-        rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-        break;
-      }
-      name = nb;
-      cap = c;
+      char *nb = dbuf__reallocn(x->name, c, 1);
+      if (nb == NULL)
+        return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+      x->name = nb;
+      x->cap = c;
     }
-    memcpy(name + pre, p + npos, suf);
-    name[len] = '\0';
-    npos += suf;
-    const int64_t *shape = sd + at[sh];
+    memcpy(x->name + pre, p + x->npos, suf);
+    x->name[len] = '\0';
+    x->len = len;
+    x->npos += suf;
+    const int64_t *shape = x->sd + x->at[sh];
     dbuf_diag_clear(&d);
-    if ((rc = dbuf__tensors_add_bulk_as(t, name, (size_t)len, (int)shape[0], shape + 1,
-                                        &sid[sh], &d)) != 0)
-      rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
+    if ((rc = dbuf__tensors_add_bulk_as(x->t, x->name, (size_t)len, (int)shape[0], shape + 1,
+                                        &x->sid[sh], &d)) != 0)
+      return dbuf__diag(diag, rc, "wire: %s", d.msg);
   }
-  if (rc == 0 && npos != nend)
-    rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the names",
-                    (long long)(nend - npos));
-  free(name);
-  free(sid);
-  /* A duplicate name fails with the adds' message.  Most receivers never
+  return 0;
+}
+
+/* The list, once every tensor is in: stray names, duplicates, shapes;
+ * 0 (*out the list, x emptied) or the code, diag filled. */
+static int
+tx_end(const msg_t *m, tx_t *x, dbuf_tensors_t **out, dbuf_diag_t *diag)
+{
+  int rc = 0;
+  if (x->i != m->n) /* a caller's slip, never input */
+    return dbuf__diag(diag, DBUF_EFORMAT, "internal error: %lld of %lld tensors decoded",
+                      (long long)x->i, (long long)m->n);
+  if (x->npos != x->nend)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the names",
+                      (long long)(x->nend - x->npos));
+  /* A duplicate name fails with the adds' message (names checked as they
+   * came are not checked again, unless one repeated).  Most receivers never
    * look a name up: the list stays unindexed until the first lookup. */
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
-  if (rc == 0 && (rc = dbuf__tensors_bulk_end(t, 1, &d)) != 0)
-    rc = dbuf__diag(diag, rc, "wire: %s", d.msg);
-  if (rc != 0) {
-    dbuf_tensors_destroy(t);
-    return rc;
-  }
-  dbuf__tensors_index_drop(t);
+  int checked = x->dups.slots != NULL && !x->dups.dup && x->dups.done == m->n;
+  dbuf__strmap_check_free(&x->dups);
+  if ((rc = dbuf__tensors_bulk_end(x->t, !checked, &d)) != 0)
+    return dbuf__diag(diag, rc, "wire: %s", d.msg);
+  dbuf__tensors_index_drop(x->t);
   /* Every shape used, and no two equal (the list keeps each once). */
-  if (next_shape != m->nshapes || dbuf__tensors_nshapes(t) != m->nshapes)
-    m->canonical = 0;
-  *out = t;
+  if (x->next_shape != m->nshapes || dbuf__tensors_nshapes(x->t) != m->nshapes)
+    x->canonical = 0;
+  *out = x->t;
+  x->t = NULL;
   return 0;
+}
+
+/* The whole list at once (tx_begin(), tx_run(), tx_end()). */
+static int
+read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
+             dbuf_tensors_t **out, dbuf_diag_t *diag)
+{
+  tx_t x;
+  int rc = tx_begin(p, m, at, sd, &x, diag);
+  if (rc != 0)
+    return rc;
+  if ((rc = tx_run(p, m, &x, x.nend, diag)) == 0 && (rc = tx_end(m, &x, out, diag)) == 0)
+    m->canonical &= x.canonical;
+  tx_free(&x);
+  return rc;
+}
+
+/*
+ * A layout message decoded ahead, as a receiver gets its bytes (the layouts
+ * of a plan message, dbuf__wire_rx_t): its checksum hashed window by
+ * window, and its tensor list built while the names arrive.  Only ever a
+ * head start: on anything unusual it stops (AHEAD_OFF), and the decoder
+ * does the work itself once the whole message is in, with every check in
+ * the order and with the messages of dbuf_wire_decode(); what it takes
+ * from here is the same work done on the same bytes.
+ */
+enum { AHEAD_HEADER, AHEAD_SECTIONS, AHEAD_NAMES, AHEAD_DONE, AHEAD_OFF };
+
+typedef struct {
+  int64_t at, len;       /* the message's place in the plan message, its bytes */
+  XXH3_state_t *h;       /* of its bytes [0, hashed) */
+  int64_t hashed;
+  int state;
+  msg_t m;
+  int64_t sec_pos;       /* the next section's tag */
+  uint64_t nsec;         /* sections read */
+  int64_t *shape_at, *sd;
+  tx_t x;
+} ahead_t;
+
+static void
+ahead_stop(ahead_t *a)
+{
+  tx_free(&a->x);
+  free(a->shape_at);
+  free(a->sd);
+  a->shape_at = a->sd = NULL;
+  a->state = AHEAD_OFF;
+}
+
+static void
+ahead_free(ahead_t *a)
+{
+  ahead_stop(a);
+  XXH3_freeState(a->h);
+  a->h = NULL;
+}
+
+/* Sections whose tag and length are in (below have, q the message). */
+static int
+ahead_sections(const uint8_t *q, int64_t have, ahead_t *a)
+{
+  msg_t *m = &a->m;
+  const int64_t end = a->len - 8;
+  while (a->nsec < m->nsec && a->sec_pos + 16 <= have && a->sec_pos + 16 <= end) {
+    uint64_t tag = get_u64(q + a->sec_pos);
+    int64_t plen = (int64_t)get_u64(q + a->sec_pos + 8);
+    if (plen < 0 || plen > end - a->sec_pos - 16)
+      return -1;
+    if (tag < SEC_OPTIONAL) {
+      if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
+        return -1;
+      m->seen |= 1 << tag;
+      m->at[tag] = a->sec_pos + 16;
+      m->len[tag] = plen;
+    }
+    a->sec_pos += 16 + plen;
+    a->nsec++;
+  }
+  return 0;
+}
+
+/* Has section tag arrived whole (below have)? */
+static int
+ahead_has(const ahead_t *a, int tag, int64_t have)
+{
+  return (a->m.seen & (1 << tag)) && a->m.at[tag] + a->m.len[tag] <= have;
+}
+
+/* As far as have bytes of the message q allow. */
+static void
+ahead_run(const uint8_t *q, int64_t have, ahead_t *a)
+{
+  msg_t *m = &a->m;
+  int64_t e = have < a->len - 8 ? have : a->len - 8;
+  if (e > a->hashed) {
+    XXH3_64bits_update(a->h, q + a->hashed, (size_t)(e - a->hashed));
+    a->hashed = e;
+  }
+  if (a->state == AHEAD_HEADER) {
+    if (have < DBUF_WIRE_HEADER_BYTES)
+      return;
+    memset(m, 0, sizeof *m);
+    m->bytes = a->len;
+    m->canonical = 1;
+    if (memcmp(q, DBUF_WIRE_MAGIC, 8) != 0 || XXH3_64bits(q, HDR_SUM_AT) != get_u64(q + HDR_SUM_AT) ||
+        (int64_t)get_u64(q + 16) != a->len || get_u64(q + 8) != DBUF_WIRE_VERSION ||
+        read_header(q, m, NULL) != 0) {
+      ahead_stop(a);
+      return;
+    }
+    a->sec_pos = DBUF_WIRE_HEADER_BYTES;
+    a->state = AHEAD_SECTIONS;
+  }
+  if (a->state == AHEAD_SECTIONS) {
+    if (ahead_sections(q, have, a) != 0) {
+      ahead_stop(a);
+      return;
+    }
+    /* Every record and the shapes in, the names coming: the list can start. */
+    if (!ahead_has(a, SEC_SHAPES, have) || !ahead_has(a, SEC_TENSORS, have) ||
+        !(m->seen & (1 << SEC_NAMES)))
+      return;
+    int64_t want;
+    if (dbuf__mul(m->n, (int64_t)m->rec, &want) != 0 || want != m->len[SEC_TENSORS] ||
+        m->nshapes > m->len[SEC_SHAPES] / 12 ||
+        (a->shape_at = dbuf__mallocn(m->nshapes, sizeof *a->shape_at)) == NULL ||
+        (a->sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof *a->sd)) == NULL ||
+        read_shapes(q, m, a->shape_at, a->sd, NULL) != 0 ||
+        tx_begin(q, m, a->shape_at, a->sd, &a->x, NULL) != 0) {
+      ahead_stop(a);
+      return;
+    }
+    /* The names checked for duplicates as they come (without: at the end). */
+    if (dbuf__strmap_check_begin(&a->x.dups, m->n) != 0)
+      dbuf__strmap_check_free(&a->x.dups);
+    a->state = AHEAD_NAMES;
+  }
+  if (a->state == AHEAD_NAMES) {
+    if (tx_run(q, m, &a->x, have, NULL) != 0) {
+      ahead_stop(a);
+      return;
+    }
+    dbuf__strmap_check_to(dbuf__tensors_names(a->x.t), &a->x.dups, a->x.i);
+    if (a->x.i == m->n)
+      a->state = AHEAD_DONE;
+  }
 }
 
 /* n little-endian words at p into a new array. */
@@ -849,7 +1050,7 @@ read_words(const uint8_t *p, int64_t n)
 
 /* The layout from the sections: sizes, shapes, tensors, then the parts. */
 static int
-assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
+assemble(const uint8_t *p, msg_t *m, ahead_t *a, dbuf_layout_t **out, dbuf_diag_t *diag)
 {
   dbuf_tensors_t *t = NULL;
   int64_t *shape_at = NULL, *sd = NULL, *offsets = NULL, *range = NULL;
@@ -871,8 +1072,11 @@ assemble(const uint8_t *p, msg_t *m, dbuf_layout_t **out, dbuf_diag_t *diag)
     goto out;
   }
   if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0 ||
-      (rc = read_tensors(p, m, shape_at, sd, &t, diag)) != 0)
+      (rc = a != NULL && a->state == AHEAD_DONE ? tx_end(m, &a->x, &t, diag)
+                                                : read_tensors(p, m, shape_at, sd, &t, diag)) != 0)
     goto out;
+  if (a != NULL && a->state == AHEAD_DONE)
+    m->canonical &= a->x.canonical;
   /* The per-tensor words once the tensor list (and its passing name
    * index) is done: a lower peak. */
   offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
@@ -917,24 +1121,34 @@ out:
   return rc;
 }
 
-int
-dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
-                 dbuf_diag_t *diag)
+/* dbuf_wire_decode(), with what a receiver decoded ahead (a: NULL, or the
+ * same bytes' head start). */
+static int
+decode(const uint8_t *p, int64_t len, ahead_t *a, dbuf_layout_t **out, dbuf_diag_t *diag)
 {
-  const uint8_t *p = buf;
   msg_t m;
   int rc;
-
-  if (buf == NULL || out == NULL || len < 0)
-    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or negative length");
-  if ((rc = check_envelope(p, len, diag)) != 0)
+  uint64_t sum = 0;
+  int hashed = a != NULL && a->len == len && a->hashed == len - 8 && len >= 8;
+  if (hashed)
+    sum = XXH3_64bits_digest(a->h);
+  if ((rc = check_envelope(p, len, hashed ? &sum : NULL, diag)) != 0)
     return rc;
   memset(&m, 0, sizeof m);
   m.bytes = len;
   m.canonical = 1;
   if ((rc = read_header(p, &m, diag)) == 0 && (rc = find_sections(p, len, &m, diag)) == 0)
-    rc = assemble(p, &m, out, diag);
+    rc = assemble(p, &m, a != NULL && a->len == len ? a : NULL, out, diag);
   return rc;
+}
+
+int
+dbuf_wire_decode(const void *buf, int64_t len, dbuf_layout_t **out,
+                 dbuf_diag_t *diag)
+{
+  if (buf == NULL || out == NULL || len < 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "NULL argument or negative length");
+  return decode(buf, len, NULL, out, diag);
 }
 
 int
@@ -1129,9 +1343,11 @@ dbuf__wire_plan_send(const dbuf_plan_t *p, const dbuf__wire_sink_t *sink, uint64
   return rc;
 }
 
-/* One buffer of a plan message at r; appends it to p. */
+/* One buffer of a plan message at r (a: its head start, or NULL); appends
+ * it to p. */
 static int
-read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, dbuf_plan_t *p, dbuf_diag_t *diag)
+read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, ahead_t *a, dbuf_plan_t *p,
+                 dbuf_diag_t *diag)
 {
   int64_t ul, ml;
   uint64_t dt;
@@ -1158,7 +1374,7 @@ read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, dbuf_plan_t *p, dbuf_di
   dbuf_layout_t *l = NULL;
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
-  int rc = dbuf_wire_decode(r->p + r->pos, ml, &l, &d);
+  int rc = decode(r->p + r->pos, ml, a != NULL && a->at == r->pos ? a : NULL, &l, &d);
   r->pos += ml;
   if (rc != 0)
     return dbuf__diag(diag, rc, "plan buffer %lld (%s/%s): %s", (long long)i, unit,
@@ -1173,8 +1389,151 @@ read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, dbuf_plan_t *p, dbuf_di
   return dbuf_plan_add(p, unit, (dbuf_dtype_t)dt, l, NULL, diag); /* takes l */
 }
 
+/*
+ * A plan message as a receiver gets it, window by window: the plan's and
+ * every layout's checksum hashed while the bytes are fresh in cache, each
+ * layout's tensor list built while its names arrive (ahead_t).  Nothing
+ * here refuses anything: a head start that meets anything unusual stops,
+ * and dbuf__wire_rx_plan_decode() decodes that part itself.
+ */
+struct dbuf__wire_rx {
+  int64_t total;
+  XXH3_state_t *outer; /* of the plan message's bytes [0, hashed) */
+  int64_t hashed;
+  int off;             /* the plan's framing looked wrong: no head start */
+  int64_t nb;          /* buffers (-1: header not read yet) */
+  int64_t next, pos;   /* the next buffer whose framing is to be read, where */
+  int64_t cur;         /* the first layout not yet wholly in */
+  ahead_t *lay;        /* [nb] */
+};
+
 int
-dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag_t *diag)
+dbuf__wire_rx_create(int64_t total, dbuf__wire_rx_t **out)
+{
+  dbuf__wire_rx_t *rx = calloc(1, sizeof *rx);
+  if (out == NULL || rx == NULL || (rx->outer = XXH3_createState()) == NULL) {
+    free(rx);
+    return out == NULL ? DBUF_EINVAL : DBUF_ENOMEM;
+  }
+  XXH3_64bits_reset(rx->outer);
+  rx->total = total;
+  rx->nb = -1;
+  rx->off = total < DBUF_WIRE_PLAN_MIN_BYTES;
+  *out = rx;
+  return 0;
+}
+
+void
+dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx)
+{
+  if (rx == NULL)
+    return;
+  for (int64_t i = 0; i < rx->next; i++)
+    ahead_free(&rx->lay[i]);
+  free(rx->lay);
+  XXH3_freeState(rx->outer);
+  free(rx);
+}
+
+/* The plan header, once its 64 bytes are in: 0 or -1 (no head start). */
+static int
+rx_header(dbuf__wire_rx_t *rx, const uint8_t *q)
+{
+  const int64_t min_buf = 25 + DBUF_WIRE_MIN_BYTES;
+  int64_t nb = (int64_t)get_u64(q + 24);
+  if (memcmp(q, DBUF_WIRE_PLAN_MAGIC, 8) != 0 ||
+      XXH3_64bits(q, PLAN_HDR_SUM_AT) != get_u64(q + PLAN_HDR_SUM_AT) ||
+      (int64_t)get_u64(q + 16) != rx->total || get_u64(q + 8) != DBUF_WIRE_PLAN_VERSION ||
+      nb < 0 || nb > (rx->total - DBUF_WIRE_PLAN_MIN_BYTES) / min_buf)
+    return -1;
+  if ((rx->lay = dbuf__calloc(nb > 0 ? nb : 1, sizeof *rx->lay)) == NULL)
+    return -1;
+  rx->nb = nb;
+  rx->pos = DBUF_WIRE_PLAN_HEADER_BYTES;
+  return 0;
+}
+
+/* The framing of the next buffer, once in: 1 (read), 0 (not yet) or -1. */
+static int
+rx_framing(dbuf__wire_rx_t *rx, const uint8_t *q, int64_t have)
+{
+  const int64_t end = rx->total - 8, pos = rx->pos;
+  if (pos + 8 > have)
+    return 0;
+  int64_t ul = (int64_t)get_u64(q + pos);
+  if (ul < 1 || ul > DBUF_WIRE_UNIT_MAX || ul > end - pos - 24)
+    return -1;
+  if (pos + 24 + ul > have)
+    return 0;
+  int64_t ml = (int64_t)get_u64(q + pos + 16 + ul);
+  if (ml < DBUF_WIRE_MIN_BYTES || ml > end - pos - 24 - ul)
+    return -1;
+  ahead_t *a = &rx->lay[rx->next];
+  memset(a, 0, sizeof *a);
+  a->at = pos + 24 + ul;
+  a->len = ml;
+  a->state = AHEAD_HEADER;
+  if ((a->h = XXH3_createState()) == NULL)
+    return -1;
+  XXH3_64bits_reset(a->h);
+  rx->next++;
+  rx->pos = a->at + ml;
+  return 1;
+}
+
+void
+dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64_t have)
+{
+  const uint8_t *q = msg;
+  if (rx == NULL || rx->off)
+    return;
+  if (have > rx->total)
+    have = rx->total;
+  int64_t e = have < rx->total - 8 ? have : rx->total - 8;
+  if (e > rx->hashed) {
+    XXH3_64bits_update(rx->outer, q + rx->hashed, (size_t)(e - rx->hashed));
+    rx->hashed = e;
+  }
+  if (rx->nb < 0) {
+    if (have < DBUF_WIRE_PLAN_HEADER_BYTES)
+      return;
+    if (rx_header(rx, q) != 0) {
+      rx->off = 1;
+      return;
+    }
+  }
+  for (;;) {
+    /* The layouts whose bytes are coming, oldest first. */
+    for (; rx->cur < rx->next; rx->cur++) {
+      ahead_t *a = &rx->lay[rx->cur];
+      ahead_run(q + a->at, (have < a->at + a->len ? have : a->at + a->len) - a->at, a);
+      if (have < a->at + a->len)
+        return;
+    }
+    if (rx->next == rx->nb)
+      return;
+    int got = rx_framing(rx, q, have);
+    if (got <= 0) {
+      rx->off = got < 0;
+      return;
+    }
+  }
+}
+
+int64_t
+dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx)
+{
+  int64_t k = 0;
+  for (int64_t i = 0; rx != NULL && i < rx->next; i++)
+    k += rx->lay[i].state == AHEAD_DONE;
+  return k;
+}
+
+/* dbuf_wire_plan_decode(), with a receiver's head start (rx: NULL, or fed
+ * the same bytes). */
+static int
+plan_decode(const void *buf, int64_t len, dbuf__wire_rx_t *rx, dbuf_plan_t **out,
+            dbuf_diag_t *diag)
 {
   const uint8_t *q = buf;
   if (buf == NULL || out == NULL || len < 0)
@@ -1191,7 +1550,10 @@ dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: %s plan message: %lld bytes, the header "
                       "says %lld", len < total ? "truncated" : "over-long", (long long)len,
                       (long long)total);
-  if (XXH3_64bits(q, (size_t)len - 8) != get_u64(q + len - 8))
+  if (rx != NULL && (rx->total != len || rx->hashed != len - 8))
+    rx = NULL; /* not fed this message whole */
+  uint64_t sum = rx != NULL ? XXH3_64bits_digest(rx->outer) : XXH3_64bits(q, (size_t)len - 8);
+  if (sum != get_u64(q + len - 8))
     return dbuf__diag(diag, DBUF_ECHECKSUM, "wire: plan message checksum mismatch");
   uint64_t version = get_u64(q + 8);
   if (version != DBUF_WIRE_PLAN_VERSION)
@@ -1213,7 +1575,8 @@ dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag
     return dbuf__diag(diag, rc, "out of memory");
   reader_t r = {q, DBUF_WIRE_PLAN_HEADER_BYTES, len - 8};
   for (int64_t i = 0; rc == 0 && i < nb; i++)
-    rc = read_plan_buffer(&r, i, nranks, p, diag);
+    rc = read_plan_buffer(&r, i, nranks, rx != NULL && i < rx->next ? &rx->lay[i] : NULL, p,
+                          diag);
   if (rc == 0 && r.pos != r.end)
     rc = dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld bytes after the last plan buffer",
                     (long long)(r.end - r.pos));
@@ -1223,4 +1586,17 @@ dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag
   }
   *out = p;
   return 0;
+}
+
+int
+dbuf_wire_plan_decode(const void *buf, int64_t len, dbuf_plan_t **out, dbuf_diag_t *diag)
+{
+  return plan_decode(buf, len, NULL, out, diag);
+}
+
+int
+dbuf__wire_rx_plan_decode(dbuf__wire_rx_t *rx, const void *msg, int64_t len,
+                          dbuf_plan_t **out, dbuf_diag_t *diag)
+{
+  return plan_decode(msg, len, rx, out, diag);
 }

@@ -9,12 +9,17 @@
  *       reader lets through (the path of a crafted layout broadcast by rank 0);
  *  'P'  the rest is a plan message (dbuf_wire_plan_decode), resealed the same
  *       way: magic, total length and both checksums rewritten; every layout
- *       of a plan it accepts goes through fuzz_layout();
+ *       of a plan it accepts goes through fuzz_layout().  It is decoded a
+ *       second time as a receiver does (dbuf__wire_rx_t), fed in windows of
+ *       a size its last byte picks with junk past what it was given, which
+ *       must give the same code and message;
  *  else the rest is a message whose magic, total length and both checksums
  *       are rewritten, so that every mutation reaches the structural checks
  *       behind them instead of stopping at a checksum mismatch.
  */
 #include "fuzz_common.h"
+
+#include "core_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,27 @@ decode_plan(const uint8_t *data, size_t size)
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
   int rc = dbuf_wire_plan_decode(msg, (int64_t)len, &p, &d);
+  /* Window by window, the bytes not received yet junk. */
+  int64_t win = 1 + (int64_t)msg[len - 9] * 3;
+  uint8_t *got = malloc(len);
+  dbuf__wire_rx_t *rx = NULL;
+  FUZZ_CHECK(got != NULL && dbuf__wire_rx_create((int64_t)len, &rx) == 0);
+  memset(got, 0xa5, len);
+  for (int64_t have = 0; have < (int64_t)len;) {
+    int64_t from = have;
+    have = (int64_t)len - have < win ? (int64_t)len : have + win;
+    memcpy(got + from, msg + from, (size_t)(have - from));
+    dbuf__wire_rx_feed(rx, got, have);
+  }
+  dbuf_plan_t *q = NULL;
+  dbuf_diag_t e;
+  dbuf_diag_clear(&e);
+  int rc2 = dbuf__wire_rx_plan_decode(rx, got, (int64_t)len, &q, &e);
+  FUZZ_CHECK(rc2 == rc && strcmp(d.msg, e.msg) == 0);
+  FUZZ_CHECK(rc != 0 || dbuf_plan_nbuffers(q) == dbuf_plan_nbuffers(p));
+  dbuf_plan_destroy(q);
+  dbuf__wire_rx_destroy(rx);
+  free(got);
   free(msg);
   if (rc != 0) {
     FUZZ_REFUSED(rc, p, d);
