@@ -1647,6 +1647,51 @@ START_TEST(test_check_owner)
 }
 END_TEST
 
+/* The chunk (LCM of block x row sizes) of tensors that repeat a few shapes:
+ * rows of 6, 4, 6, 10 and 4 elements, block 2: LCM(12, 8, 20) = 120, with
+ * segments its multiples.  A chunk past 64 bits names the first tensor
+ * that takes it there (b, after three a's and a c of row 2): the
+ * message of the tensor loop, also when the shapes are counted once each. */
+START_TEST(test_chunk_shared_shapes)
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l = NULL;
+  dbuf_layout_params_t p;
+  dbuf_diag_t d;
+  const int64_t rows[] = {6, 4, 6, 10, 4};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 5; i++) {
+    char name[8];
+    int64_t dims[2] = {4, rows[i]};
+    snprintf(name, sizeof name, "w%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+  }
+  dbuf_layout_params_init(&p);
+  p.nranks = 2;
+  p.block_size = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_layout_chunk_size(l), 120);
+  ck_assert_int_eq(dbuf_layout_range(l)[1] % 120, 0);
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+  /* Two primes past 2^32: their product passes 2^63. */
+  const struct { const char *name; int64_t row; } big[] = {
+      {"a0", 4294967311}, {"a1", 4294967311}, {"c", 2}, {"a2", 4294967311}, {"b", 4294967357}};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 5; i++) {
+    int64_t dims[2] = {1, big[i].row};
+    ck_assert_int_eq(dbuf_tensors_add(t, big[i].name, 2, dims, NULL), 0);
+  }
+  p.block_size = 1;
+  l = NULL;
+  dbuf_diag_clear(&d);
+  ck_assert_int_eq(dbuf_layout_build(t, &p, &l, &d), DBUF_EOVERFLOW);
+  ck_assert_str_eq(d.msg, "tensor b: chunk size (LCM of block x row sizes) overflows 64 bits");
+  ck_assert_ptr_null(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1693,6 +1738,7 @@ layout_suite(void)
   tcase_add_test(tc, test_rows_in_outside_buffer);
   tcase_add_test(tc, test_piece_clip);
   tcase_add_test(tc, test_check_owner);
+  tcase_add_test(tc, test_chunk_shared_shapes);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

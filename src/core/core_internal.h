@@ -176,6 +176,8 @@ const struct dbuf__strmap *dbuf__tensors_names(const struct dbuf_tensors *t);
  * without strlen.  id must be in range. */
 uint32_t dbuf__tensors_shape_id(const struct dbuf_tensors *t, int64_t id);
 int64_t dbuf__tensors_nshapes(const struct dbuf_tensors *t);
+/* The row size of shape sid of the list's table (in range). */
+int64_t dbuf__tensors_shape_row_elems(const struct dbuf_tensors *t, int64_t sid);
 size_t dbuf__tensors_name_len(const struct dbuf_tensors *t, int64_t id);
 
 /* Checked allocation of n elements of size sz (NULL for n*sz overflow);

@@ -49,7 +49,28 @@ int
 dbuf__layout_chunk(const dbuf_tensors_t *t, int64_t block_size, int64_t *chunk,
                    dbuf_diag_t *diag)
 {
-  int64_t c = 1, n = dbuf_tensors_count(t);
+  int64_t c = 1, n = dbuf_tensors_count(t), ns = dbuf__tensors_nshapes(t);
+  /* Once a distinct shape the tensors use, not once a tensor: a shape seen
+   * again changes no LCM.  An overflow goes to the loop over the tensors,
+   * which names the first tensor it hits. */
+  uint8_t *used = ns < n ? dbuf__calloc(ns, 1) : NULL;
+  if (used != NULL) {
+    for (int64_t i = 0; i < n; i++)
+      used[dbuf__tensors_shape_id(t, i)] = 1;
+    int ok = 1;
+    for (int64_t s = 0; s < ns && ok; s++) {
+      int64_t a;
+      if (used[s])
+        ok = !dbuf__mul(block_size, dbuf__tensors_shape_row_elems(t, s), &a) &&
+             !dbuf__mul(c / dbuf__gcd(c, a), a, &c);
+    }
+    free(used);
+    if (ok) {
+      *chunk = c;
+      return 0;
+    }
+    c = 1;
+  }
   for (int64_t i = 0; i < n; i++) {
     int64_t a;
     if (dbuf__mul(block_size, dbuf_tensors_row_elems(t, i), &a))

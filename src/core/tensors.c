@@ -832,6 +832,12 @@ dbuf__tensors_reserve_names(dbuf_tensors_t *t, int64_t bytes)
   return rc != 0 ? rc : dbuf__strmap_reserve_bytes(&t->names, bytes);
 }
 
+int64_t
+dbuf__tensors_shape_row_elems(const dbuf_tensors_t *t, int64_t sid)
+{
+  return t->shapes[sid].row_elems;
+}
+
 const dbuf__strmap_t *
 dbuf__tensors_names(const dbuf_tensors_t *t)
 {
