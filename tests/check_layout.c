@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout_internal.h" /* test_order_identity: no order array kept */
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ */
@@ -1692,6 +1693,53 @@ START_TEST(test_chunk_shared_shapes)
 }
 END_TEST
 
+/* Offsets that rise with the ids keep no order array: the queries read the
+ * identity, dbuf_layout_order() makes it once (the same array on every
+ * call) and the lower bound finds positions in it.  Equal offsets (empty
+ * tensors) count as rising; one offset lower than the one before does not. */
+START_TEST(test_order_identity)
+{
+  dbuf_tensors_t *t;
+  dbuf_layout_t *l = NULL;
+  const int64_t rows[] = {2, 0, 3, 1};
+  const int64_t off[] = {0, 8, 8, 20}, down[] = {0, 8, 8, 4};
+  const int64_t range[] = {0, 12};
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  for (int i = 0; i < 4; i++) {
+    char name[8];
+    int64_t dims[2] = {rows[i], 4};
+    snprintf(name, sizeof name, "t%d", i);
+    ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+  }
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 24, off, range,
+                                          NULL, &l, NULL), 0);
+  ck_assert_ptr_null(l->order);
+  ck_assert_ptr_null(dbuf__layout_order_or_null(l));
+  ck_assert_int_eq(dbuf_layout_order_lower(l, 8), 1);
+  ck_assert_int_eq(dbuf_layout_order_lower(l, 9), 3);
+  ck_assert_int_eq(dbuf_layout_order_lower(l, 21), 4);
+  ck_assert_int_eq(dbuf_layout_validate(l, NULL, NULL, NULL, NULL), 0);
+  const int64_t *o = dbuf_layout_order(l);
+  ck_assert_ptr_nonnull(o);
+  for (int64_t p = 0; p < 4; p++)
+    ck_assert_int_eq(o[p], p);
+  ck_assert_ptr_eq(dbuf_layout_order(l), o);
+  dbuf_layout_destroy(l);
+  l = NULL;
+  ck_assert_int_eq(dbuf_layout_from_parts(t, DBUF_LAYOUT_UNPADDED, 1, 1, 0, 24, down, range,
+                                          NULL, &l, NULL), 0);
+  ck_assert_ptr_nonnull(l->order);
+  o = dbuf_layout_order(l);
+  ck_assert_ptr_eq(o, l->order);
+  ck_assert_int_eq(o[0], 0);
+  ck_assert_int_eq(o[1], 3); /* 4 */
+  ck_assert_int_eq(o[2], 1); /* 8 */
+  ck_assert_int_eq(o[3], 2); /* 8 */
+  dbuf_layout_destroy(l);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1739,6 +1787,7 @@ layout_suite(void)
   tcase_add_test(tc, test_piece_clip);
   tcase_add_test(tc, test_check_owner);
   tcase_add_test(tc, test_chunk_shared_shapes);
+  tcase_add_test(tc, test_order_identity);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

@@ -197,7 +197,12 @@ DBUF_EXPORT const int64_t *dbuf_layout_offsets(const dbuf_layout_t *l);
 DBUF_EXPORT const int64_t *dbuf_layout_range(const dbuf_layout_t *l);
 /** TENSOR: owner of each tensor; NULL for the other kinds. */
 DBUF_EXPORT const int *dbuf_layout_owners(const dbuf_layout_t *l);
-/** Tensor ids sorted by (offset, id). */
+/**
+ * Tensor ids sorted by (offset, id).  A layout whose offsets rise with
+ * the tensor ids (padded and unpadded ones) keeps no such array: the
+ * first call makes it (n words, once, safe from several threads); NULL if
+ * out of memory.
+ */
 DBUF_EXPORT const int64_t *dbuf_layout_order(const dbuf_layout_t *l);
 /**
  * \brief First position p in dbuf_layout_order() whose tensor offset is

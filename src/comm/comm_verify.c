@@ -1,5 +1,6 @@
 /* Collective verification: structure (whole rows, owned once) and data. */
 #include "comm_internal.h"
+#include "core_internal.h"
 
 #include "dbuf/pattern.h"
 #include "dbuf/wire.h"
@@ -56,16 +57,16 @@ describe(const dbuf_layout_t *l, int64_t x, char *buf, size_t len, int64_t *tens
   }
   const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
   if (t < 0) { /* name the last tensor before the padding, if any */
-    const int64_t *order = dbuf_layout_order(l);
+    const int64_t *order = dbuf__layout_order_or_null(l);
     int64_t lo = dbuf_layout_order_lower(l, x);
-    while (--lo >= 0 && dbuf_tensors_numel(ts, order[lo]) == 0)
+    while (--lo >= 0 && dbuf_tensors_numel(ts, DBUF__AT(order, lo)) == 0)
       ;
     if (lo < 0) {
       snprintf(buf, len, "padding");
       return;
     }
-    *tensor = order[lo];
-    *row = dbuf_tensors_rows(ts, order[lo]) - 1;
+    *tensor = DBUF__AT(order, lo);
+    *row = dbuf_tensors_rows(ts, DBUF__AT(order, lo)) - 1;
     snprintf(buf, len, "padding after tensor %s row %" PRId64, dbuf_tensors_name(ts, *tensor),
              *row);
     return;
@@ -279,10 +280,10 @@ scan_last_owner(void *in, void *inout, int *len, MPI_Datatype *type)
 static int64_t
 order_pos(const dbuf_layout_t *l, int64_t t)
 {
-  const int64_t *order = dbuf_layout_order(l);
+  const int64_t *order = dbuf__layout_order_or_null(l);
   int64_t n = dbuf_layout_ntensors(l);
   int64_t p = dbuf_layout_order_lower(l, dbuf_layout_offsets(l)[t]);
-  while (p < n && order[p] != t)
+  while (p < n && DBUF__AT(order, p) != t)
     p++;
   return p;
 }
@@ -292,14 +293,14 @@ order_pos(const dbuf_layout_t *l, int64_t t)
 static void
 row_at(const dbuf_layout_t *l, int64_t p, int64_t r, int64_t *tensor, int64_t *row)
 {
-  const int64_t *order = dbuf_layout_order(l);
+  const int64_t *order = dbuf__layout_order_or_null(l);
   const dbuf_tensors_t *ts = dbuf_layout_tensors(l);
   int64_t n = dbuf_layout_ntensors(l);
-  while (p < n && r >= dbuf_tensors_rows(ts, order[p])) {
+  while (p < n && r >= dbuf_tensors_rows(ts, DBUF__AT(order, p))) {
     p++;
     r = 0;
   }
-  *tensor = p < n ? order[p] : -1;
+  *tensor = p < n ? DBUF__AT(order, p) : -1;
   *row = p < n ? r : 0;
 }
 
@@ -308,7 +309,7 @@ static void
 own_rows(const dbuf_layout_t *l, int64_t a, int64_t b, int64_t *count, int64_t first[2],
          int64_t after[2])
 {
-  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf__layout_order_or_null(l);
   int64_t n = dbuf_layout_ntensors(l), t = -1, p, lastp = -1, lastrow = 0;
   *count = 0;
   first[0] = after[0] = -1;
@@ -318,12 +319,12 @@ own_rows(const dbuf_layout_t *l, int64_t a, int64_t b, int64_t *count, int64_t f
   p = dbuf_layout_order_lower(l, a);
   if (a < dbuf_layout_size(l) && dbuf_layout_tensor_at(l, a, &t) == 0 && t >= 0 && off[t] < a)
     p = order_pos(l, t); /* the tensor the segment starts inside */
-  for (; p < n && off[order[p]] < b; p++) {
-    int64_t f = 0, k = rows_owned(l, order[p], a, b, &f);
+  for (; p < n && off[DBUF__AT(order, p)] < b; p++) {
+    int64_t f = 0, k = rows_owned(l, DBUF__AT(order, p), a, b, &f);
     if (k == 0)
       continue;
     if (*count == 0) {
-      first[0] = order[p];
+      first[0] = DBUF__AT(order, p);
       first[1] = f;
     }
     *count += k;

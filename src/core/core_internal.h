@@ -261,4 +261,13 @@ DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
 /* How many layouts got their tensor list built ahead (for the tests). */
 DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 
+/*
+ * A layout's offset order without making it (internal): NULL when it is
+ * the identity (offsets that rise with the tensor ids, the common case:
+ * padded and unpadded layouts), read through DBUF__AT().  The public
+ * dbuf_layout_order() makes that identity an array the first time.
+ */
+DBUF__SHARED const int64_t *dbuf__layout_order_or_null(const struct dbuf_layout *l);
+#define DBUF__AT(order, p) ((order) != NULL ? (order)[p] : (int64_t)(p))
+
 #endif /* DBUF_CORE_INTERNAL_H */

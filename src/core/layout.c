@@ -311,9 +311,14 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   owners = NULL;
   if ((rc = dbuf_tensors_dup(tensors, &l->tensors)) != 0)
     goto fail;
+  /* Offsets that rise with the ids need no order array (8 bytes a tensor
+   * written, and faulted in, for nothing): dbuf__layout_at(). */
+  int sorted = 1;
+  for (int64_t i = 1; i < n && sorted; i++)
+    sorted = l->offsets[i - 1] <= l->offsets[i];
   rc = DBUF_ENOMEM;
-  l->order = dbuf__mallocn(n, sizeof *l->order);
-  if (l->order == NULL || (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0)
+  if (!sorted && ((l->order = dbuf__mallocn(n, sizeof *l->order)) == NULL ||
+                  (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0))
     goto fail;
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)
@@ -462,7 +467,7 @@ dbuf_layout_order_lower(const dbuf_layout_t *l, int64_t x)
   int64_t lo = 0, hi = l ? l->n : 0;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
-    if (l->offsets[l->order[mid]] < x)
+    if (l->offsets[dbuf__layout_at(l, mid)] < x)
       lo = mid + 1;
     else
       hi = mid;
@@ -477,7 +482,7 @@ dbuf__layout_last_before(const dbuf_layout_t *l, int64_t x, int64_t *lower)
   if (lower != NULL)
     *lower = lo;
   for (int64_t p = lo - 1; p >= 0; p--) {
-    if (dbuf_tensors_numel(l->tensors, l->order[p]) > 0)
+    if (dbuf_tensors_numel(l->tensors, dbuf__layout_at(l, p)) > 0)
       return p;
   }
   return -1;
@@ -493,6 +498,7 @@ dbuf_layout_destroy(dbuf_layout_t *l)
   free(l->range);
   free(l->owners);
   free(l->order);
+  free(atomic_load(&l->ident));
   free(l);
 }
 
@@ -557,7 +563,30 @@ dbuf_layout_owners(const dbuf_layout_t *l)
 }
 
 const int64_t *
+dbuf__layout_order_or_null(const dbuf_layout_t *l)
+{
+  return l->order;
+}
+
+const int64_t *
 dbuf_layout_order(const dbuf_layout_t *l)
 {
-  return l ? l->order : NULL;
+  if (l == NULL || l->order != NULL)
+    return l ? l->order : NULL;
+  /* The identity, made once; readers that share the layout race to
+   * publish it, the losers free theirs. */
+  int64_t *id = atomic_load(&l->ident);
+  if (id != NULL)
+    return id;
+  if ((id = dbuf__mallocn(l->n, sizeof *id)) == NULL)
+    return NULL;
+  for (int64_t i = 0; i < l->n; i++)
+    id[i] = i;
+  int64_t *none = NULL;
+  dbuf_layout_t *w = (dbuf_layout_t *)l; /* a cache, not a change */
+  if (!atomic_compare_exchange_strong(&w->ident, &none, id)) {
+    free(id);
+    id = none;
+  }
+  return id;
 }

@@ -82,7 +82,7 @@ tensor_cut_by(const dbuf_layout_t *l, int64_t x)
   int64_t p = dbuf__layout_last_before(l, x, NULL);
   if (p < 0)
     return -1;
-  int64_t id = l->order[p];
+  int64_t id = dbuf__layout_at(l, p);
   if (!dbuf__layout_in_buffer(l, id))
     return -1;
   return dbuf__reaches_past(l->offsets[id], NUMEL(l, id), x) ? id : -1;
@@ -130,7 +130,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   /* Overlaps: a sweep over the tensors in offset order. */
   int64_t max_end = 0, max_id = -1;
   for (int64_t p = 0; p < l->n && !c.stop; p++) {
-    int64_t id = l->order[p], off = l->offsets[id], numel = NUMEL(l, id);
+    int64_t id = dbuf__layout_at(l, p), off = l->offsets[id], numel = NUMEL(l, id);
     if (numel == 0 || !dbuf__layout_in_buffer(l, id))
       continue;
     if (max_id >= 0 && off < max_end)
@@ -231,7 +231,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   else if (!dbuf__layout_chunked(l->kind) && logical != l->size && !c.stop) {
     int64_t cursor = 0, at = -1;
     for (int64_t p = 0; p < l->n; p++) {
-      int64_t id = l->order[p];
+      int64_t id = dbuf__layout_at(l, p);
       if (NUMEL(l, id) == 0 || !dbuf__layout_in_buffer(l, id))
         continue;
       if (l->offsets[id] > cursor) {

@@ -19,7 +19,7 @@ dbuf_layout_span_rows(const dbuf_layout_t *l, int64_t start, int64_t end,
    * the range from the left; every other candidate starts inside it. */
   int64_t p = dbuf__layout_last_before(l, start, NULL);
   for (p = p < 0 ? 0 : p; p < l->n && start < end; p++) {
-    int64_t id = l->order[p], off = l->offsets[id];
+    int64_t id = dbuf__layout_at(l, p), off = l->offsets[id];
     int64_t numel = dbuf_tensors_numel(l->tensors, id);
     if (off >= end)
       break;

@@ -6,6 +6,8 @@
 
 #include "core_internal.h"
 
+#include <stdatomic.h>
+
 struct dbuf_layout {
   dbuf_layout_kind_t kind;
   int nranks;
@@ -17,7 +19,11 @@ struct dbuf_layout {
   int64_t *offsets;       /* [n] */
   int64_t *range;         /* [nranks + 1] */
   int *owners;            /* [n] or NULL */
-  int64_t *order;         /* [n] ids sorted by (offset, id) */
+  int64_t *order;         /* [n] ids sorted by (offset, id); NULL when the
+                             offsets rise with the ids (the identity: no
+                             array, dbuf__layout_at()) */
+  _Atomic(int64_t *) ident; /* that identity as an array, made by the first
+                               dbuf_layout_order() that asks for it */
   int sane; /* range runs from 0 up to size and every tensor lies inside
                [0, size): all offset arithmetic stays in [0, size] */
   int has_digest;  /* digest is set: the layout was sent or decoded */
@@ -25,6 +31,13 @@ struct dbuf_layout {
                       value (set by the plan sender, and by the decoder for a
                       message that is the encoder's own bytes for the layout) */
 };
+
+/* The tensor at position p of the offset order. */
+static inline int64_t
+dbuf__layout_at(const dbuf_layout_t *l, int64_t p)
+{
+  return l->order != NULL ? l->order[p] : p;
+}
 
 /* Tensor id lies inside [0, size); no sum is formed. */
 static inline int

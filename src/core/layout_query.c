@@ -107,8 +107,8 @@ first_touching(const dbuf_layout_t *l, int64_t x)
 {
   int64_t lower, p = dbuf__layout_last_before(l, x, &lower);
   /* In a valid layout only that one tensor before x can reach past it. */
-  if (p >= 0 && dbuf__reaches_past(l->offsets[l->order[p]],
-                                   dbuf_tensors_numel(l->tensors, l->order[p]),
+  if (p >= 0 && dbuf__reaches_past(l->offsets[dbuf__layout_at(l, p)],
+                                   dbuf_tensors_numel(l->tensors, dbuf__layout_at(l, p)),
                                    x))
     return p;
   return lower;
@@ -123,7 +123,7 @@ dbuf_layout_tensor_at(const dbuf_layout_t *l, int64_t i, int64_t *tensor)
     return DBUF_ERANGE;
   *tensor = -1;
   for (int64_t p = first_touching(l, i); p < l->n; p++) {
-    int64_t id = l->order[p], off = l->offsets[id];
+    int64_t id = dbuf__layout_at(l, p), off = l->offsets[id];
     if (off > i)
       break;
     if (dbuf__layout_in_buffer(l, id) &&
@@ -233,7 +233,7 @@ dbuf_layout_rank_pieces(const dbuf_layout_t *l, int rank, dbuf_piece_t *buf,
   int64_t s = dbuf__layout_cut(l, rank), e = dbuf__layout_cut(l, rank + 1);
   if (s < e) {
     for (int64_t p = first_touching(l, s); p < l->n; p++) {
-      int64_t id = l->order[p], off = l->offsets[id];
+      int64_t id = dbuf__layout_at(l, p), off = l->offsets[id];
       int64_t numel = dbuf_tensors_numel(l->tensors, id);
       if (off >= e)
         break;

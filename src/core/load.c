@@ -104,7 +104,7 @@ static int
 for_tensors_in(const dbuf_layout_t *l, int64_t a, int64_t b, tensor_fn fn, void *arg,
                dbuf_diag_t *diag)
 {
-  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf__layout_order_or_null(l);
   int64_t n = dbuf_layout_ntensors(l), t = -1;
   dbuf_rows_t r;
   int rc;
@@ -115,10 +115,10 @@ for_tensors_in(const dbuf_layout_t *l, int64_t a, int64_t b, tensor_fn fn, void 
     if ((rc = rows_in(l, t, a, b, &r, diag)) != 0 || (r.nelems > 0 && (rc = fn(t, &r, arg, diag))))
       return rc;
   }
-  for (int64_t p = dbuf_layout_order_lower(l, a); p < n && off[order[p]] < b; p++) {
-    if ((rc = rows_in(l, order[p], a, b, &r, diag)) != 0)
+  for (int64_t p = dbuf_layout_order_lower(l, a); p < n && off[DBUF__AT(order, p)] < b; p++) {
+    if ((rc = rows_in(l, DBUF__AT(order, p), a, b, &r, diag)) != 0)
       return rc;
-    if (r.nelems > 0 && (rc = fn(order[p], &r, arg, diag)) != 0)
+    if (r.nelems > 0 && (rc = fn(DBUF__AT(order, p), &r, arg, diag)) != 0)
       return rc;
   }
   return 0;

@@ -105,13 +105,13 @@ find_crossings(dbuf_nodes_t *n, const dbuf_layout_t *l, int k)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   const int64_t *off = dbuf_layout_offsets(l), *range = dbuf_layout_range(l);
-  const int64_t *order = dbuf_layout_order(l);
+  const int64_t *order = dbuf__layout_order_or_null(l);
   int64_t nt = dbuf_layout_ntensors(l), scap = 0, ccap = 0;
   int nseg = dbuf_layout_nranks(l), s = 0;
 
   /* The layout is sane (dbuf_nodes_create checks it): b <= e <= size. */
   for (int64_t p = 0; p < nt; p++) {
-    int64_t id = order[p], b = off[id], e = b + dbuf_tensors_numel(t, id);
+    int64_t id = DBUF__AT(order, p), b = off[id], e = b + dbuf_tensors_numel(t, id);
     int64_t first_side = n->nsides, cur_end = 0, lo, hi;
     if (e == b)
       continue;

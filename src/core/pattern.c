@@ -419,12 +419,12 @@ all_zero(const uint8_t *p, size_t n)
 static int64_t
 next_tensor_start(const dbuf_layout_t *l, int64_t x)
 {
-  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf_layout_order(l);
+  const int64_t *off = dbuf_layout_offsets(l), *order = dbuf__layout_order_or_null(l);
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
   int64_t lo = dbuf_layout_order_lower(l, x);
   for (; lo < dbuf_layout_ntensors(l); lo++)
-    if (dbuf_tensors_numel(t, order[lo]) > 0)
-      return off[order[lo]];
+    if (dbuf_tensors_numel(t, DBUF__AT(order, lo)) > 0)
+      return off[DBUF__AT(order, lo)];
   return dbuf_layout_size(l);
 }
 

@@ -54,13 +54,13 @@ static int
 rows_cut(const dbuf_layout_t *l, int64_t *out, dbuf_diag_t *diag)
 {
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
-  const int64_t *order = dbuf_layout_order(l), *off = dbuf_layout_offsets(l);
+  const int64_t *order = dbuf__layout_order_or_null(l), *off = dbuf_layout_offsets(l);
   const int64_t *range = dbuf_layout_range(l);
   int64_t n = dbuf_layout_ntensors(l), cut = 0;
   int nranks = dbuf_layout_nranks(l), r0 = 1;
 
   for (int64_t p = 0; p < n; p++) {
-    int64_t id = order[p], b = off[id], e, row = dbuf_tensors_row_elems(t, id);
+    int64_t id = DBUF__AT(order, p), b = off[id], e, row = dbuf_tensors_row_elems(t, id);
     int64_t last = -1;
     if (dbuf__add(b, dbuf_tensors_numel(t, id), &e) != 0)
       return dbuf__diag(diag, DBUF_ELAYOUT, "tensor %s: offset %lld + size overflows",
