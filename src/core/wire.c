@@ -258,6 +258,20 @@ shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
   return s->wire[dbuf__tensors_shape_id(t, i)];
 }
 
+/* Where name i of a list's names begins, and its length (the names lie
+ * back to back in id order, each NUL-ended). */
+static inline int64_t
+key_at(const dbuf__strmap_t *nm, int64_t i)
+{
+  return nm->off64 != NULL ? nm->off64[i] : (int64_t)nm->off32[i];
+}
+
+static inline int64_t
+key_len_at(const dbuf__strmap_t *nm, int64_t i)
+{
+  return (i + 1 < nm->count ? key_at(nm, i + 1) : nm->keys_len) - key_at(nm, i) - 1;
+}
+
 /* Bytes a name of la bytes shares with the next one, of lb. */
 static uint32_t
 common_prefix(const char *a, size_t la, const char *b, size_t lb)
@@ -293,8 +307,8 @@ names_budget(int64_t msg_bytes)
 typedef struct {
   const dbuf_layout_t *l;
   shapes_t s;
+  const dbuf__strmap_t *names; /* the list's names, back to back in id order */
   uint32_t *pre; /* [n] bytes each name shares with the previous one */
-  uint32_t *suf; /* [n] and the bytes it adds */
   int64_t sec[SEC_COUNT]; /* payload bytes of each section */
   int nsec;
   int64_t total;
@@ -305,8 +319,7 @@ prepared_free(prepared_t *m)
 {
   shapes_free(&m->s);
   free(m->pre);
-  free(m->suf);
-  m->pre = m->suf = NULL;
+  m->pre = NULL;
 }
 
 /* The shapes, the name prefixes and every length; every sum checked. */
@@ -321,25 +334,25 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   if ((rc = shapes_build(t, n, &m->s)) != 0)
     return dbuf__diag(diag, rc, "wire: %s for the shapes of %lld tensors", dbuf_strerror(rc),
                       (long long)n);
+  m->names = dbuf__tensors_names(t);
   m->pre = dbuf__mallocn(n, sizeof *m->pre);
-  m->suf = dbuf__mallocn(n, sizeof *m->suf);
-  if (m->pre == NULL || m->suf == NULL) {
+  if (m->pre == NULL) {
     prepared_free(m);
     return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory for the names of %lld tensors",
                       (long long)n);
   }
+  /* One pass along the names: each one follows the one before it. */
   const char *prev = "";
   size_t plen = 0;
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    const char *name = dbuf_tensors_name(t, i);
-    size_t len = dbuf__tensors_name_len(t, i);
+    const char *name = m->names->keys + key_at(m->names, i);
+    size_t len = (size_t)key_len_at(m->names, i);
     if (len > UINT32_MAX) {
       rc = DBUF_EOVERFLOW;
       break;
     }
     m->pre[i] = common_prefix(prev, plen, name, len);
-    m->suf[i] = (uint32_t)len - m->pre[i];
-    rc = dbuf__add(names, m->suf[i], &names);
+    rc = dbuf__add(names, (int64_t)len - m->pre[i], &names);
     if (rc == 0)
       rc = dbuf__add(full, (int64_t)len, &full);
     prev = name;
@@ -423,13 +436,14 @@ write_message(const prepared_t *m, writer_t *w)
   for (int64_t i = 0; i < n; i++) {
     w_u32(w, shapes_index(t, &m->s, i));
     w_u32(w, m->pre[i]);
-    w_u32(w, m->suf[i]);
+    w_u32(w, (uint32_t)key_len_at(m->names, i) - m->pre[i]);
     w_u32(w, 0); /* flags */
   }
   w_u64(w, SEC_NAMES);
   w_i64(w, m->sec[SEC_NAMES]);
   for (int64_t i = 0; i < n; i++)
-    w_bytes(w, dbuf_tensors_name(t, i) + m->pre[i], m->suf[i]);
+    w_bytes(w, m->names->keys + key_at(m->names, i) + m->pre[i],
+            key_len_at(m->names, i) - m->pre[i]);
   w_u64(w, SEC_OFFSETS);
   w_i64(w, m->sec[SEC_OFFSETS]);
   for (int64_t i = 0; i < n; i++)
