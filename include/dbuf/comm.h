@@ -166,7 +166,9 @@ DBUF_EXPORT int dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char
  * as one plan message (dbuf_wire_plan_encode(): every buffer's unit, dtype
  * and layout message), the bytes go out in windows as they are written,
  * and every rank decodes it (rank 0 a copy of what it sent; every length,
- * count and checksum checked), re-validates every buffer's
+ * count and checksum checked; the other ranks hash each window and build
+ * each layout's tensor list as the windows arrive, then decode with every
+ * check and message of dbuf_wire_plan_decode()), re-validates every buffer's
  * layout and checks it has nranks_expected segments; the outcome is agreed.
  * A plan of no buffer is refused (DBUF_EFORMAT).  Each buffer's own identity
  * is its layout's digest (dbuf_wire_digest()), the checksum of the layout
