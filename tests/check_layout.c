@@ -1740,6 +1740,35 @@ START_TEST(test_order_identity)
 }
 END_TEST
 
+/* dbuf__mod(), the validator's alignment test, against the division: the
+ * edges of its multiply path (2^51 - 1 and 2^51, divisors of 1, 2^k,
+ * 2^k +- 1, near 2^62 and INT64_MAX) and 200,000 pseudo-random pairs of
+ * every magnitude. */
+START_TEST(test_fast_mod)
+{
+  const int64_t xs[] = {0, 1, 2, 7, 1023, 1024, 4097, (INT64_C(1) << 51) - 1,
+                        INT64_C(1) << 51, (INT64_C(1) << 51) + 1, (INT64_C(1) << 53) + 1,
+                        INT64_MAX - 1, INT64_MAX};
+  const int64_t ds[] = {1, 2, 3, 7168, 4096, 4095, 4097, (INT64_C(1) << 32) + 15,
+                        (INT64_C(1) << 51) - 1, INT64_C(1) << 62, INT64_MAX};
+  for (size_t a = 0; a < sizeof xs / sizeof xs[0]; a++)
+    for (size_t b = 0; b < sizeof ds / sizeof ds[0]; b++)
+      ck_assert_int_eq(dbuf__mod(xs[a], ds[b], 1.0 / (double)ds[b]), xs[a] % ds[b]);
+  uint64_t r = 0x9e3779b97f4a7c15u;
+  for (int k = 0; k < 200000; k++) {
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    int64_t x = (int64_t)((r >> 1) >> (r % 63));
+    int64_t d = (int64_t)(((r * 0x2545f4914f6cdd1du) >> 1) >> ((r >> 8) % 63));
+    if (d < 1)
+      d = 1;
+    ck_assert_msg(dbuf__mod(x, d, 1.0 / (double)d) == x % d, "%lld mod %lld", (long long)x,
+                  (long long)d);
+  }
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1788,6 +1817,7 @@ layout_suite(void)
   tcase_add_test(tc, test_check_owner);
   tcase_add_test(tc, test_chunk_shared_shapes);
   tcase_add_test(tc, test_order_identity);
+  tcase_add_test(tc, test_fast_mod);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

@@ -91,6 +91,26 @@ dbuf__gcd(int64_t a, int64_t b)
   return a;
 }
 
+/* x mod d for 0 <= x and d >= 1, with inv = 1.0 / d: below 2^51 the
+ * quotient comes from a multiply (off by at most one, then corrected),
+ * which a loop over a million offsets does in a few cycles where a 64-bit
+ * division takes tens; from 2^51 on, the division. */
+static inline int64_t
+dbuf__mod(int64_t x, int64_t d, double inv)
+{
+  if (x >= (INT64_C(1) << 51))
+    return x % d;
+  int64_t q = (int64_t)((double)x * inv), r;
+  if (q > x)
+    q = x; /* d == 1 and a rounding up: q * d stays <= x + d */
+  r = x - q * d;
+  while (r < 0)
+    r += d;
+  while (r >= d)
+    r -= d;
+  return r;
+}
+
 /*
  * Open an input file for reading, never blocking: refuse (before opening,
  * and again on the opened descriptor) anything that is not a regular file,
@@ -176,8 +196,12 @@ const struct dbuf__strmap *dbuf__tensors_names(const struct dbuf_tensors *t);
  * without strlen.  id must be in range. */
 uint32_t dbuf__tensors_shape_id(const struct dbuf_tensors *t, int64_t id);
 int64_t dbuf__tensors_nshapes(const struct dbuf_tensors *t);
-/* The row size of shape sid of the list's table (in range). */
+/* The row size, element count and rows (dim 0) of shape sid of the list's
+ * table (in range), and every tensor's shape id ([count]). */
 int64_t dbuf__tensors_shape_row_elems(const struct dbuf_tensors *t, int64_t sid);
+int64_t dbuf__tensors_shape_numel(const struct dbuf_tensors *t, int64_t sid);
+int64_t dbuf__tensors_shape_rows(const struct dbuf_tensors *t, int64_t sid);
+const uint32_t *dbuf__tensors_shape_ids(const struct dbuf_tensors *t);
 size_t dbuf__tensors_name_len(const struct dbuf_tensors *t, int64_t id);
 
 /* Checked allocation of n elements of size sz (NULL for n*sz overflow);

@@ -323,8 +323,18 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)
     l->sane = l->range[r] <= l->range[r + 1];
-  for (int64_t i = 0; i < n && l->sane; i++)
-    l->sane = dbuf__layout_in_buffer(l, i);
+  /* Every tensor inside [0, size): its element count from its shape's,
+   * read once a distinct shape (dbuf__layout_in_buffer() a tensor). */
+  int64_t ns = dbuf__tensors_nshapes(l->tensors);
+  int64_t *numel = l->sane && ns < n ? dbuf__mallocn(ns, sizeof *numel) : NULL;
+  const uint32_t *sid = dbuf__tensors_shape_ids(l->tensors);
+  for (int64_t s = 0; numel != NULL && s < ns; s++)
+    numel[s] = dbuf__tensors_shape_numel(l->tensors, s);
+  for (int64_t i = 0; i < n && l->sane; i++) {
+    int64_t off = l->offsets[i], k = numel != NULL ? numel[sid[i]] : dbuf_tensors_numel(l->tensors, i);
+    l->sane = off >= 0 && off <= size && k <= size - off;
+  }
+  free(numel);
   *out = l;
   return 0;
 fail:

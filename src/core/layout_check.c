@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -88,6 +89,26 @@ tensor_cut_by(const dbuf_layout_t *l, int64_t x)
   return dbuf__reaches_past(l->offsets[id], NUMEL(l, id), x) ? id : -1;
 }
 
+/* What the checks of a tensor need of its shape: rows (dim 0), elements,
+ * whether the rows fill whole blocks, and block x row size (0: past 64
+ * bits, which dbuf_layout_from_parts() refuses) with its reciprocal. */
+typedef struct {
+  int64_t rows, numel, align;
+  double inv;
+  int block_bad;
+} vshape_t;
+
+static void
+shape_figs(const dbuf_layout_t *l, int64_t s, vshape_t *v)
+{
+  v->rows = dbuf__tensors_shape_rows(l->tensors, s);
+  v->numel = dbuf__tensors_shape_numel(l->tensors, s);
+  v->block_bad = v->rows % l->block_size != 0;
+  if (dbuf__mul(l->block_size, dbuf__tensors_shape_row_elems(l->tensors, s), &v->align))
+    v->align = 0;
+  v->inv = v->align > 0 ? 1.0 / (double)v->align : 0.0;
+}
+
 int
 dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
                      int64_t *nviol, dbuf_diag_t *diag)
@@ -99,12 +120,18 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
   int ranges_good = range_ok(l, &c);
 
-  /* Per tensor: bounds, block divisibility, alignment (padded, compact). */
+  /* Per tensor: bounds, block divisibility, alignment (padded, compact).
+   * A tensor's figures are its shape's, made once a distinct shape (no
+   * function call and no 64-bit division a tensor: dbuf__mod()). */
+  const int64_t ns = dbuf__tensors_nshapes(l->tensors);
+  const uint32_t *sid = dbuf__tensors_shape_ids(l->tensors);
+  vshape_t *vs = dbuf__mallocn(ns, sizeof *vs), one;
+  for (int64_t s = 0; vs != NULL && s < ns; s++)
+    shape_figs(l, s, &vs[s]);
   for (int64_t i = 0; i < l->n && !c.stop; i++) {
-    int64_t off = l->offsets[i], numel = NUMEL(l, i);
-    int64_t rows = dbuf_tensors_rows(l->tensors, i);
-    int64_t align = 0;
-    if (!dbuf__layout_in_buffer(l, i)) {
+    const vshape_t *v = vs != NULL ? &vs[sid[i]] : (shape_figs(l, sid[i], &one), &one);
+    int64_t off = l->offsets[i], numel = v->numel;
+    if (off < 0 || off > l->size || numel > l->size - off) { /* dbuf__layout_in_buffer() */
       int64_t end;
       if (dbuf__add(off, numel, &end))
         end = off; /* past INT64_MAX: the offset is the figure to show */
@@ -113,25 +140,23 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
              NAME(l, i), (long long)off, (long long)numel, (long long)l->size);
       continue;
     }
-    if (rows % l->block_size != 0)
-      report(&c, DBUF_VIOL_BLOCK, i, -1, -1, rows, l->block_size,
+    if (v->block_bad)
+      report(&c, DBUF_VIOL_BLOCK, i, -1, -1, v->rows, l->block_size,
              "tensor %s: dim 0 = %lld not divisible by block size %lld",
-             NAME(l, i), (long long)rows, (long long)l->block_size);
-    if (dbuf__layout_chunked(l->kind) &&
-        !dbuf__mul(l->block_size, dbuf_tensors_row_elems(l->tensors, i),
-                   &align) &&
-        off % align != 0)
-      report(&c, DBUF_VIOL_ALIGN, i, -1, -1, off, align,
+             NAME(l, i), (long long)v->rows, (long long)l->block_size);
+    if (dbuf__layout_chunked(l->kind) && v->align > 0 && dbuf__mod(off, v->align, v->inv) != 0)
+      report(&c, DBUF_VIOL_ALIGN, i, -1, -1, off, v->align,
              "tensor %s: offset %lld is not a multiple of its block x row "
              "size %lld",
-             NAME(l, i), (long long)off, (long long)align);
+             NAME(l, i), (long long)off, (long long)v->align);
   }
 
   /* Overlaps: a sweep over the tensors in offset order. */
   int64_t max_end = 0, max_id = -1;
   for (int64_t p = 0; p < l->n && !c.stop; p++) {
-    int64_t id = dbuf__layout_at(l, p), off = l->offsets[id], numel = NUMEL(l, id);
-    if (numel == 0 || !dbuf__layout_in_buffer(l, id))
+    int64_t id = dbuf__layout_at(l, p), off = l->offsets[id];
+    int64_t numel = vs != NULL ? vs[sid[id]].numel : NUMEL(l, id);
+    if (numel == 0 || off < 0 || off > l->size || numel > l->size - off) /* in the buffer */
       continue;
     if (max_id >= 0 && off < max_end)
       report(&c, DBUF_VIOL_OVERLAP, id, max_id, -1, off, max_end,
@@ -144,6 +169,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
       max_id = id;
     }
   }
+  free(vs);
 
   /* Padded, compact: chunk is the LCM, segments equal and multiples of it. */
   if (dbuf__layout_chunked(l->kind) && !c.stop) {

@@ -838,6 +838,24 @@ dbuf__tensors_shape_row_elems(const dbuf_tensors_t *t, int64_t sid)
   return t->shapes[sid].row_elems;
 }
 
+int64_t
+dbuf__tensors_shape_numel(const dbuf_tensors_t *t, int64_t sid)
+{
+  return t->shapes[sid].numel;
+}
+
+int64_t
+dbuf__tensors_shape_rows(const dbuf_tensors_t *t, int64_t sid)
+{
+  return t->dims[t->shapes[sid].at];
+}
+
+const uint32_t *
+dbuf__tensors_shape_ids(const dbuf_tensors_t *t)
+{
+  return t->shape;
+}
+
 const dbuf__strmap_t *
 dbuf__tensors_names(const dbuf_tensors_t *t)
 {
