@@ -200,7 +200,7 @@ END_TEST
 /* The duplicate check as keys come: 3000 distinct keys appended 1, 7 and
  * 500 at a time, each batch checked against all before it; then a key
  * repeating key 1234 (in a later batch) stops the check there, and no
- * batch after it moves it on. */
+ * batch after it moves it on; and a key repeated inside one batch. */
 START_TEST(test_check_as_keys_come)
 {
   static const int64_t steps[] = {1, 7, 500};
@@ -231,6 +231,18 @@ START_TEST(test_check_as_keys_come)
     ck_assert_ptr_null(c.slots);
     dbuf__strmap_free(&m);
   }
+  /* A key repeated inside one batch: "a", "b", "a" checked at once. */
+  dbuf__strmap_t m = DBUF__STRMAP_INIT;
+  dbuf__strmap_check_t c;
+  ck_assert_int_eq(dbuf__strmap_check_begin(&c, 3), 0);
+  ck_assert_int_eq(dbuf__strmap_append(&m, "a", 1, &id), 0);
+  ck_assert_int_eq(dbuf__strmap_append(&m, "b", 1, &id), 0);
+  ck_assert_int_eq(dbuf__strmap_append(&m, "a", 1, &id), 0);
+  dbuf__strmap_check_to(&m, &c, 3);
+  ck_assert(c.dup);
+  ck_assert_int_eq(c.done, 0);
+  dbuf__strmap_check_free(&c);
+  dbuf__strmap_free(&m);
 }
 END_TEST
 

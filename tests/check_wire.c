@@ -1221,7 +1221,8 @@ END_TEST
  * window by window, then decoded with the head start.  The result must be
  * what dbuf_wire_plan_decode() gives for the same bytes, code and message,
  * whatever the windows; *ahead: the layouts whose tensor lists were built
- * before the decode.
+ * ahead and taken by the decode.  A second decode of the same rx starts
+ * from scratch and must give the same again (code and message).
  */
 static int
 rx_decode(const uint8_t *m, int64_t len, int64_t win, dbuf_plan_t **out, int64_t *ahead,
@@ -1240,9 +1241,16 @@ rx_decode(const uint8_t *m, int64_t len, int64_t win, dbuf_plan_t **out, int64_t
     memcpy(buf + from, m + from, (size_t)(have - from));
     dbuf__wire_rx_feed(rx, buf, have);
   }
-  *ahead = dbuf__wire_rx_ahead(rx);
   dbuf_diag_clear(d);
   int rc = dbuf__wire_rx_plan_decode(rx, buf, len, out, d);
+  *ahead = dbuf__wire_rx_ahead(rx);
+  dbuf_plan_t *again = NULL;
+  dbuf_diag_t d2;
+  dbuf_diag_clear(&d2);
+  ck_assert_int_eq(dbuf__wire_rx_plan_decode(rx, buf, len, &again, &d2), rc);
+  ck_assert_str_eq(d2.msg, d->msg);
+  ck_assert_int_eq(dbuf__wire_rx_ahead(rx), *ahead);
+  dbuf_plan_destroy(again);
   dbuf__wire_rx_destroy(rx);
   free(buf);
   return rc;
@@ -1336,42 +1344,71 @@ START_TEST(test_rx_round_trip)
 }
 END_TEST
 
-/* A layout message in a plan message of one buffer (unit "u", fp32, 3
+/* Layout messages in a plan message of k buffers (units "u", "v", ..., fp32, 3
  * ranks). */
 static uint8_t *
-plan_around(const uint8_t *msg, int64_t mlen, int64_t *len)
+plan_of(uint8_t *const *msg, const int64_t *mlen, int k, int64_t *len)
 {
-  int64_t n = 64 + 24 + 1 + mlen + 8;
+  int64_t n = 64 + 8;
+  for (int b = 0; b < k; b++)
+    n += 24 + 1 + mlen[b];
   uint8_t *m = calloc(1, (size_t)n);
   ck_assert_ptr_nonnull(m);
   memcpy(m, DBUF_WIRE_PLAN_MAGIC, 8);
   put64(m + 8, DBUF_WIRE_PLAN_VERSION);
   put64(m + 16, (uint64_t)n);
-  put64(m + 24, 1);
+  put64(m + 24, (uint64_t)k);
   put64(m + 32, 3);
-  put64(m + 64, 1);
-  m[72] = 'u';
-  put64(m + 73, DBUF_DTYPE_F32);
-  put64(m + 81, (uint64_t)mlen);
-  memcpy(m + 89, msg, (size_t)mlen);
+  int64_t at = 64;
+  for (int b = 0; b < k; b++) {
+    put64(m + at, 1);
+    m[at + 8] = (uint8_t)('u' + b);
+    put64(m + at + 9, DBUF_DTYPE_F32);
+    put64(m + at + 17, (uint64_t)mlen[b]);
+    memcpy(m + at + 25, msg[b], (size_t)mlen[b]);
+    at += 25 + mlen[b];
+  }
   reseal_plan(m, n);
   *len = n;
   return m;
 }
 
+static uint8_t *
+plan_around(uint8_t *msg, int64_t mlen, int64_t *len)
+{
+  return plan_of(&msg, &mlen, 1, len);
+}
+
 /* Each structural error behind good checksums: the same code and message
- * window by window as whole (where the head start stops, and after). */
+ * window by window as whole (where the head start stops, and after), in
+ * a plan of that one layout, and as the third layout of a plan whose first
+ * two were built ahead and taken. */
 START_TEST(test_rx_structural)
 {
-  uint8_t *msg;
-  int64_t mlen, len;
-  structural_message(&structural[_i], &msg, &mlen);
-  uint8_t *m = plan_around(msg, mlen, &len);
+  uint8_t *msg[3];
+  int64_t mlen[3], len;
+  dbuf_layout_t *good = seed_layout(DBUF_LAYOUT_TENSOR);
+  ck_assert_int_eq(dbuf_wire_encode(good, (void **)&msg[0], &mlen[0], NULL), 0);
+  ck_assert_int_eq(dbuf_wire_encode(good, (void **)&msg[1], &mlen[1], NULL), 0);
+  dbuf_layout_destroy(good);
+  structural_message(&structural[_i], &msg[2], &mlen[2]);
+  uint8_t *m = plan_around(msg[2], mlen[2], &len);
   dbuf_plan_t *q = NULL;
   ck_assert_int_ne(dbuf_wire_plan_decode(m, len, &q, NULL), 0);
   rx_same(m, len, -1);
   free(m);
-  free(msg);
+  m = plan_of(msg, mlen, 3, &len);
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  ck_assert_int_ne(dbuf_wire_plan_decode(m, len, &q, &d), 0);
+  ck_assert_msg(strncmp(d.msg, "plan buffer 2 ", 14) == 0, "%s", d.msg);
+  int64_t ahead;
+  ck_assert_int_ne(rx_decode(m, len, 4096, &q, &ahead, &d), 0);
+  ck_assert_int_ge(ahead, 2); /* the third too when its error is past its names */
+  rx_same(m, len, -1);
+  free(m);
+  for (int b = 0; b < 3; b++)
+    free(msg[b]);
 }
 END_TEST
 

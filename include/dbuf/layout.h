@@ -199,7 +199,8 @@ DBUF_EXPORT const int64_t *dbuf_layout_range(const dbuf_layout_t *l);
 DBUF_EXPORT const int *dbuf_layout_owners(const dbuf_layout_t *l);
 /**
  * Tensor ids sorted by (offset, id).  A layout whose offsets rise with
- * the tensor ids (padded and unpadded ones) keeps no such array: the
+ * the tensor ids (unpadded ones; not padded ones, whose fragments fill
+ * earlier gaps) keeps no such array: the
  * first call makes it (n words, once, safe from several threads); NULL if
  * out of memory.
  */

@@ -274,7 +274,12 @@ DBUF__SHARED int dbuf__wire_plan_send(const struct dbuf_plan *p, const dbuf__wir
  * the checksums hashed window by window, each layout's tensor list built
  * while its names arrive.  The decode gives exactly what
  * dbuf_wire_plan_decode() gives for the same bytes (the same checks and
- * messages); feeding refuses nothing and cannot fail.
+ * messages; out of memory aside: a list whose names were checked as they
+ * came needs no name index at the end, one allocation fewer); feeding
+ * refuses nothing and cannot fail.  A head start is taken once: a second
+ * decode of the same rx works from the bytes.  Memory: each layout framed
+ * so far (not as many as the header claims), its hash state until its
+ * bytes are all in, its list until the decode takes it.
  */
 typedef struct dbuf__wire_rx dbuf__wire_rx_t;
 DBUF__SHARED int dbuf__wire_rx_create(int64_t total, dbuf__wire_rx_t **rx);
@@ -282,13 +287,13 @@ DBUF__SHARED void dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64
 DBUF__SHARED int dbuf__wire_rx_plan_decode(dbuf__wire_rx_t *rx, const void *msg, int64_t len,
                                            struct dbuf_plan **out, dbuf_diag_t *diag);
 DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
-/* How many layouts got their tensor list built ahead (for the tests). */
+/* How many layouts' tensor lists, built ahead, a decode took (tests). */
 DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 
 /*
  * A layout's offset order without making it (internal): NULL when it is
- * the identity (offsets that rise with the tensor ids, the common case:
- * padded and unpadded layouts), read through DBUF__AT().  The public
+ * the identity (offsets that rise with the tensor ids: unpadded layouts,
+ * not padded ones), read through DBUF__AT().  The public
  * dbuf_layout_order() makes that identity an array the first time.
  */
 DBUF__SHARED const int64_t *dbuf__layout_order_or_null(const struct dbuf_layout *l);

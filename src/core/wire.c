@@ -760,6 +760,7 @@ typedef struct {
   int64_t full, budget, next_shape;
   int canonical;
   dbuf__strmap_check_t dups; /* names checked as they come (a receiver's) */
+  int names_checked;         /* ... all of them, none repeated (dups freed) */
 } tx_t;
 
 static void
@@ -892,9 +893,8 @@ tx_end(const msg_t *m, tx_t *x, dbuf_tensors_t **out, dbuf_diag_t *diag)
    * look a name up: the list stays unindexed until the first lookup. */
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
-  int checked = x->dups.slots != NULL && !x->dups.dup && x->dups.done == m->n;
   dbuf__strmap_check_free(&x->dups);
-  if ((rc = dbuf__tensors_bulk_end(x->t, !checked, &d)) != 0)
+  if ((rc = dbuf__tensors_bulk_end(x->t, !x->names_checked, &d)) != 0)
     return dbuf__diag(diag, rc, "wire: %s", d.msg);
   dbuf__tensors_index_drop(x->t);
   /* Every shape used, and no two equal (the list keeps each once). */
@@ -929,12 +929,20 @@ read_tensors(const uint8_t *p, msg_t *m, const int64_t *at, const int64_t *sd,
  * the order and with the messages of dbuf_wire_decode(); what it takes
  * from here is the same work done on the same bytes.
  */
-enum { AHEAD_HEADER, AHEAD_SECTIONS, AHEAD_NAMES, AHEAD_DONE, AHEAD_OFF };
+enum {
+  AHEAD_HEADER,   /* waiting for the header */
+  AHEAD_SECTIONS, /* reading section tags, waiting for the records */
+  AHEAD_NAMES,    /* building the tensor list as the names come */
+  AHEAD_DONE,     /* the list is ready */
+  AHEAD_TAKEN,    /* the decoder took it */
+  AHEAD_OFF       /* stopped: the decoder does the work */
+};
 
 typedef struct {
   int64_t at, len;       /* the message's place in the plan message, its bytes */
-  XXH3_state_t *h;       /* of its bytes [0, hashed) */
+  XXH3_state_t *h;       /* of its bytes [0, hashed), until they are all in */
   int64_t hashed;
+  uint64_t sum;          /* then their hash (h freed) */
   int state;
   msg_t m;
   int64_t sec_pos;       /* the next section's tag */
@@ -1001,6 +1009,11 @@ ahead_run(const uint8_t *q, int64_t have, ahead_t *a)
   if (e > a->hashed) {
     XXH3_64bits_update(a->h, q + a->hashed, (size_t)(e - a->hashed));
     a->hashed = e;
+    if (e == a->len - 8) { /* all in: 8 bytes kept, not the state */
+      a->sum = XXH3_64bits_digest(a->h);
+      XXH3_freeState(a->h);
+      a->h = NULL;
+    }
   }
   if (a->state == AHEAD_HEADER) {
     if (have < DBUF_WIRE_HEADER_BYTES)
@@ -1046,8 +1059,13 @@ ahead_run(const uint8_t *q, int64_t have, ahead_t *a)
       ahead_stop(a);
       return;
     }
-    dbuf__strmap_check_to(dbuf__tensors_names(a->x.t), &a->x.dups, a->x.i);
-    if (a->x.i == m->n)
+    tx_t *x = &a->x;
+    dbuf__strmap_check_to(dbuf__tensors_names(x->t), &x->dups, x->i);
+    if (x->dups.dup || x->dups.done == m->n) { /* the table is done with */
+      x->names_checked = x->dups.slots != NULL && !x->dups.dup;
+      dbuf__strmap_check_free(&x->dups);
+    }
+    if (x->i == m->n)
       a->state = AHEAD_DONE;
   }
 }
@@ -1085,12 +1103,18 @@ assemble(const uint8_t *p, msg_t *m, ahead_t *a, dbuf_layout_t **out, dbuf_diag_
     rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
     goto out;
   }
-  if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0 ||
-      (rc = a != NULL && a->state == AHEAD_DONE ? tx_end(m, &a->x, &t, diag)
-                                                : read_tensors(p, m, shape_at, sd, &t, diag)) != 0)
+  if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0)
     goto out;
-  if (a != NULL && a->state == AHEAD_DONE)
+  if (a != NULL && a->state == AHEAD_DONE) { /* the list built ahead, taken once */
+    rc = tx_end(m, &a->x, &t, diag);
     m->canonical &= a->x.canonical;
+    ahead_stop(a);
+    a->state = AHEAD_TAKEN;
+  } else {
+    rc = read_tensors(p, m, shape_at, sd, &t, diag);
+  }
+  if (rc != 0)
+    goto out;
   /* The per-tensor words once the tensor list (and its passing name
    * index) is done: a lower peak. */
   offsets = read_words(p + m->at[SEC_OFFSETS], m->n);
@@ -1143,9 +1167,9 @@ decode(const uint8_t *p, int64_t len, ahead_t *a, dbuf_layout_t **out, dbuf_diag
   msg_t m;
   int rc;
   uint64_t sum = 0;
-  int hashed = a != NULL && a->len == len && a->hashed == len - 8 && len >= 8;
+  int hashed = a != NULL && a->len == len && a->hashed == len - 8 && a->h == NULL;
   if (hashed)
-    sum = XXH3_64bits_digest(a->h);
+    sum = a->sum;
   if ((rc = check_envelope(p, len, hashed ? &sum : NULL, diag)) != 0)
     return rc;
   memset(&m, 0, sizeof m);
@@ -1418,7 +1442,8 @@ struct dbuf__wire_rx {
   int64_t nb;          /* buffers (-1: header not read yet) */
   int64_t next, pos;   /* the next buffer whose framing is to be read, where */
   int64_t cur;         /* the first layout not yet wholly in */
-  ahead_t *lay;        /* [nb] */
+  ahead_t *lay;        /* [cap] the layouts framed so far, next of them */
+  int64_t cap;
 };
 
 int
@@ -1460,8 +1485,6 @@ rx_header(dbuf__wire_rx_t *rx, const uint8_t *q)
       (int64_t)get_u64(q + 16) != rx->total || get_u64(q + 8) != DBUF_WIRE_PLAN_VERSION ||
       nb < 0 || nb > (rx->total - DBUF_WIRE_PLAN_MIN_BYTES) / min_buf)
     return -1;
-  if ((rx->lay = dbuf__calloc(nb > 0 ? nb : 1, sizeof *rx->lay)) == NULL)
-    return -1;
   rx->nb = nb;
   rx->pos = DBUF_WIRE_PLAN_HEADER_BYTES;
   return 0;
@@ -1482,6 +1505,14 @@ rx_framing(dbuf__wire_rx_t *rx, const uint8_t *q, int64_t have)
   int64_t ml = (int64_t)get_u64(q + pos + 16 + ul);
   if (ml < DBUF_WIRE_MIN_BYTES || ml > end - pos - 24 - ul)
     return -1;
+  if (rx->next == rx->cap) { /* as the layouts come, not as many as the header says */
+    int64_t cap = rx->cap ? 2 * rx->cap : 4;
+    ahead_t *lay = dbuf__reallocn(rx->lay, cap, sizeof *lay);
+    if (lay == NULL)
+      return -1;
+    rx->lay = lay;
+    rx->cap = cap;
+  }
   ahead_t *a = &rx->lay[rx->next];
   memset(a, 0, sizeof *a);
   a->at = pos + 24 + ul;
@@ -1539,7 +1570,7 @@ dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx)
 {
   int64_t k = 0;
   for (int64_t i = 0; rx != NULL && i < rx->next; i++)
-    k += rx->lay[i].state == AHEAD_DONE;
+    k += rx->lay[i].state == AHEAD_TAKEN;
   return k;
 }
 
