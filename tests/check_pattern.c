@@ -6,6 +6,8 @@
 #include "dbuf/layout.h"
 #include "dbuf/pattern.h"
 
+#include "core_internal.h" /* test_store_trial */
+
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -331,6 +333,43 @@ START_TEST(test_args_and_progress)
 }
 END_TEST
 
+/* The first fill of 48 MiB or more in a process tries streaming stores on
+ * its first 16 MiB and cached ones on the next, and keeps the faster: the
+ * bytes are those of the fill in pieces of under 4 MiB (cached stores
+ * only), through the switches, and so they are with either kind chosen. */
+START_TEST(test_store_trial)
+{
+  static const int64_t shapes[][2] = {{1700, 4001}, {333, 0}};
+  dbuf_layout_t *l = layout_3(shapes, 2, 'T');
+  const int64_t size = dbuf_layout_size(l), es = 8, bytes = size * es;
+  ck_assert_int_ge(bytes, (int64_t)48 << 20);
+  uint8_t *buf = malloc((size_t)bytes), *ref = malloc((size_t)bytes);
+  ck_assert(buf != NULL && ref != NULL);
+  int64_t step = ((int64_t)3 << 20) / es + 7;
+  for (int64_t a = 0; a < size; a += step) {
+    int64_t b = a + step < size ? a + step : size;
+    ck_assert_int_eq(dbuf_pattern_fill(l, a, b, ref + a * es, es, NULL, NULL), 0);
+  }
+  ck_assert_int_eq(dbuf__pattern_stores(0), 0); /* not chosen */
+  memset(buf, 0xa5, (size_t)bytes);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
+  ck_assert(memcmp(ref, buf, (size_t)bytes) == 0);
+  int chosen = dbuf__pattern_stores(-1);
+  ck_assert(chosen == 1 || chosen == 2);
+  for (int kind = 1; kind <= 2; kind++) {
+    dbuf__pattern_stores(kind);
+    memset(buf, 0xa5, (size_t)bytes);
+    ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
+    ck_assert_msg(memcmp(ref, buf, (size_t)bytes) == 0, "kind %d", kind);
+    ck_assert_int_eq(dbuf__pattern_stores(-1), kind); /* kept */
+  }
+  dbuf__pattern_stores(chosen);
+  free(buf);
+  free(ref);
+  dbuf_layout_destroy(l);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -342,6 +381,7 @@ main(void)
   tcase_add_test(tc, test_args_and_progress);
   tcase_add_test(tc, test_wide_rows);
   tcase_add_test(tc, test_large_fill);
+  tcase_add_test(tc, test_store_trial);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
