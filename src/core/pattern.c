@@ -190,7 +190,7 @@ stream_end(void)
 /* dst[0 .. n) = src ^ the eight bytes of pat repeated; n a multiple of the
  * element size, src and dst at element boundaries; stream: around the
  * caches (see STREAM_MIN). */
-static void
+CLONES static void
 xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat, int stream)
 {
   v4u64 p = {pat, pat, pat, pat};
