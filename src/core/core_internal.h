@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #if defined(__GNUC__)
 #define DBUF__PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -89,6 +90,15 @@ dbuf__gcd(int64_t a, int64_t b)
     b = t;
   }
   return a;
+}
+
+/* Seconds on the monotonic clock, for timing a stretch of work. */
+static inline double
+dbuf__now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* x mod d for 0 <= x and d >= 1, with inv = 1.0 / d: below 2^51 the

@@ -331,8 +331,8 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   for (int64_t s = 0; numel != NULL && s < ns; s++)
     numel[s] = dbuf__tensors_shape_numel(l->tensors, s);
   for (int64_t i = 0; i < n && l->sane; i++) {
-    int64_t off = l->offsets[i], k = numel != NULL ? numel[sid[i]] : dbuf_tensors_numel(l->tensors, i);
-    l->sane = off >= 0 && off <= size && k <= size - off;
+    int64_t k = numel != NULL ? numel[sid[i]] : dbuf_tensors_numel(l->tensors, i);
+    l->sane = dbuf__in_buffer(l->offsets[i], k, size);
   }
   free(numel);
   *out = l;

@@ -131,7 +131,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   for (int64_t i = 0; i < l->n && !c.stop; i++) {
     const vshape_t *v = vs != NULL ? &vs[sid[i]] : (shape_figs(l, sid[i], &one), &one);
     int64_t off = l->offsets[i], numel = v->numel;
-    if (off < 0 || off > l->size || numel > l->size - off) { /* dbuf__layout_in_buffer() */
+    if (!dbuf__in_buffer(off, numel, l->size)) {
       int64_t end;
       if (dbuf__add(off, numel, &end))
         end = off; /* past INT64_MAX: the offset is the figure to show */
@@ -156,7 +156,7 @@ dbuf_layout_validate(const dbuf_layout_t *l, dbuf_violation_fn fn, void *arg,
   for (int64_t p = 0; p < l->n && !c.stop; p++) {
     int64_t id = dbuf__layout_at(l, p), off = l->offsets[id];
     int64_t numel = vs != NULL ? vs[sid[id]].numel : NUMEL(l, id);
-    if (numel == 0 || off < 0 || off > l->size || numel > l->size - off) /* in the buffer */
+    if (numel == 0 || !dbuf__in_buffer(off, numel, l->size))
       continue;
     if (max_id >= 0 && off < max_end)
       report(&c, DBUF_VIOL_OVERLAP, id, max_id, -1, off, max_end,

@@ -39,13 +39,18 @@ dbuf__layout_at(const dbuf_layout_t *l, int64_t p)
   return l->order != NULL ? l->order[p] : p;
 }
 
-/* Tensor id lies inside [0, size); no sum is formed. */
+/* numel elements at off lie inside [0, size); no sum is formed. */
+static inline int
+dbuf__in_buffer(int64_t off, int64_t numel, int64_t size)
+{
+  return off >= 0 && off <= size && numel <= size - off;
+}
+
+/* Tensor id lies inside the buffer. */
 static inline int
 dbuf__layout_in_buffer(const dbuf_layout_t *l, int64_t id)
 {
-  int64_t off = l->offsets[id];
-  return off >= 0 && off <= l->size &&
-         dbuf_tensors_numel(l->tensors, id) <= l->size - off;
+  return dbuf__in_buffer(l->offsets[id], dbuf_tensors_numel(l->tensors, id), l->size);
 }
 
 /* range[r] clamped to [0, size]: the queries accept layouts that fail

@@ -294,7 +294,7 @@ dbuf_layout_stats(const dbuf_layout_t *l, dbuf_layout_stats_t *st)
       largest = numel;
       st->largest_tensor = i;
     }
-    if (numel == 0 || off < 0 || off > l->size || numel > l->size - off)
+    if (numel == 0 || !dbuf__in_buffer(off, numel, l->size))
       continue;
     if (off + numel > last_end)
       last_end = off + numel;

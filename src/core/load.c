@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -199,14 +198,6 @@ pread_all(int fd, const char *path, int64_t off, void *buf, int64_t bytes, dbuf_
     bytes -= got;
   }
   return 0;
-}
-
-static double
-now_seconds(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -433,7 +424,7 @@ dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes, int64
   if (dst_bytes != p->dst_bytes)
     return dbuf__diag(diag, DBUF_EINVAL, "load: destination is %lld bytes, the range needs %lld",
                       (long long)dst_bytes, (long long)p->dst_bytes);
-  double t0 = now_seconds();
+  double t0 = dbuf__now();
   dbuf_load_stats_t s = p->stats;
   char *d = dst, *bounce = NULL;
   int64_t got = 0;
@@ -467,7 +458,7 @@ dbuf_load_execute(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes, int64
   free(bounce);
   if (rc != 0)
     return rc;
-  s.seconds = now_seconds() - t0;
+  s.seconds = dbuf__now() - t0;
   if (stats != NULL)
     *stats = s;
   return 0;
@@ -495,7 +486,7 @@ dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
   if (dst_bytes != p->dst_bytes)
     return dbuf__diag(diag, DBUF_EINVAL, "load: destination is %lld bytes, the range needs %lld",
                       (long long)dst_bytes, (long long)p->dst_bytes);
-  double t0 = now_seconds();
+  double t0 = dbuf__now();
   int *fd = dbuf__mallocn(p->nfiles > 0 ? p->nfiles : 1, sizeof *fd);
   if (fd == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "load: out of memory");
@@ -514,7 +505,7 @@ dbuf_load_posix(const dbuf_load_plan_t *p, void *dst, int64_t dst_bytes,
       close(fd[f]);
   free(fd);
   if (rc == 0 && stats != NULL)
-    stats->seconds = now_seconds() - t0;
+    stats->seconds = dbuf__now() - t0;
   return rc;
 }
 

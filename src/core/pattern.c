@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define PROGRESS_STEP ((int64_t)64 << 20) /* bytes between progress calls */
 
@@ -315,14 +314,6 @@ dbuf__pattern_stores(int set)
   return atomic_load(&stores_kind);
 }
 
-static double
-now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A fill's stores: *stream as the fill starts, then its trial (stage 1:
  * streamed up to mark, 2: cached up to mark, 0: none or done). */
 typedef struct {
@@ -340,7 +331,7 @@ stores_start(stores_t *st, int64_t total, int *stream)
   if (*stream && kind == STORES_UNKNOWN && total >= 3 * TRIAL) {
     st->stage = 1;
     st->mark = TRIAL;
-    st->t0 = now_s();
+    st->t0 = dbuf__now();
   }
 }
 
@@ -351,14 +342,14 @@ stores_step(stores_t *st, int64_t done, int *stream)
 {
   if (st->stage == 0 || done < st->mark)
     return;
-  double t = now_s() - st->t0, rate = (double)(done - st->from) / (t > 1e-9 ? t : 1e-9);
+  double t = dbuf__now() - st->t0, rate = (double)(done - st->from) / (t > 1e-9 ? t : 1e-9);
   if (st->stage == 1) { /* streamed so far: now cached */
     stream_end();
     st->rate1 = rate;
     st->stage = 2;
     st->from = done;
     st->mark = done + TRIAL;
-    st->t0 = now_s();
+    st->t0 = dbuf__now();
     *stream = 0;
     return;
   }

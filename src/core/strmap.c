@@ -27,13 +27,6 @@ dbuf__fnv1a(uint64_t h, const void *data, size_t len)
 #define MAX_KEYS ((INT64_C(1) << 31) - 1)
 #define MAX_SLOTS (INT64_C(1) << 32)
 
-/* Where the key of id starts in m->keys. */
-static inline int64_t
-key_off(const dbuf__strmap_t *m, int64_t id)
-{
-  return m->off64 != NULL ? m->off64[id] : (int64_t)m->off32[id];
-}
-
 /* Offsets of 8 bytes from now on: the keys are about to pass 4 GiB.
  * 0 or DBUF_ENOMEM (m unchanged). */
 static int
@@ -91,17 +84,9 @@ probe(const dbuf__strmap_t *m, const char *key, uint64_t h)
   for (uint64_t i = h & mask;; i = (i + 1) & mask) {
     uint64_t v = m->slots[i];
     if (v == 0 || ((v >> k) == tag &&
-                   strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), key) == 0))
+                   strcmp(m->keys + dbuf__strmap_off(m, (int64_t)(v & mask) - 1), key) == 0))
       return i;
   }
-}
-
-/* The length of the key of id (keys lie back to back, each NUL-ended). */
-static inline size_t
-key_len(const dbuf__strmap_t *m, int64_t id)
-{
-  int64_t end = id + 1 < m->count ? key_off(m, id + 1) : m->keys_len;
-  return (size_t)(end - key_off(m, id) - 1);
 }
 
 #define AHEAD DBUF__PREFETCH_AHEAD
@@ -125,7 +110,8 @@ insert_keys(const dbuf__strmap_t *m, uint32_t *slots, int64_t nslots, int64_t fr
       uint64_t hj = h[j % AHEAD], i = hj & mask, tag = hj >> 32 >> bits;
       for (uint64_t v; (v = slots[i]) != 0; i = (i + 1) & mask) {
         if (check && (v >> bits) == tag &&
-            strcmp(m->keys + key_off(m, (int64_t)(v & mask) - 1), m->keys + key_off(m, j)) == 0) {
+            strcmp(m->keys + dbuf__strmap_off(m, (int64_t)(v & mask) - 1),
+                   m->keys + dbuf__strmap_off(m, j)) == 0) {
           dup[0] = (int64_t)(v & mask) - 1;
           dup[1] = j;
           return DBUF_EDUP;
@@ -134,7 +120,7 @@ insert_keys(const dbuf__strmap_t *m, uint32_t *slots, int64_t nslots, int64_t fr
       slots[i] = slot_of(hj, j, bits);
     }
     if (id < to) {
-      h[id % AHEAD] = key_hash(m->keys + key_off(m, id), key_len(m, id));
+      h[id % AHEAD] = key_hash(m->keys + dbuf__strmap_off(m, id), dbuf__strmap_len(m, id));
       __builtin_prefetch(&slots[h[id % AHEAD] & mask], 1);
     }
   }
@@ -429,7 +415,7 @@ dbuf__strmap_find(const dbuf__strmap_t *m, const char *key, int64_t *id)
 const char *
 dbuf__strmap_key(const dbuf__strmap_t *m, int64_t id)
 {
-  return id >= 0 && id < m->count ? m->keys + key_off(m, id) : NULL;
+  return id >= 0 && id < m->count ? m->keys + dbuf__strmap_off(m, id) : NULL;
 }
 
 int

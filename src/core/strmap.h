@@ -34,6 +34,21 @@ typedef struct dbuf__strmap {
 
 #define DBUF__STRMAP_INIT {0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
 
+/* Where the key of id (in range) starts in m->keys, and its length: the
+ * keys lie back to back in id order, each NUL-ended. */
+static inline int64_t
+dbuf__strmap_off(const dbuf__strmap_t *m, int64_t id)
+{
+  return m->off64 != NULL ? m->off64[id] : (int64_t)m->off32[id];
+}
+
+static inline size_t
+dbuf__strmap_len(const dbuf__strmap_t *m, int64_t id)
+{
+  int64_t end = id + 1 < m->count ? dbuf__strmap_off(m, id + 1) : m->keys_len;
+  return (size_t)(end - dbuf__strmap_off(m, id) - 1);
+}
+
 /* Where a lookup left off: the key's length and hash, and its slot in a
  * table of nslots slots (found, or the empty one where it would go). */
 typedef struct dbuf__strmap_pos {

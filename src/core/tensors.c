@@ -877,12 +877,7 @@ dbuf__tensors_nshapes(const dbuf_tensors_t *t)
 size_t
 dbuf__tensors_name_len(const dbuf_tensors_t *t, int64_t id)
 {
-  const dbuf__strmap_t *m = &t->names;
-  int64_t at = m->off64 != NULL ? m->off64[id] : (int64_t)m->off32[id];
-  int64_t end = id + 1 < m->count
-                    ? (m->off64 != NULL ? m->off64[id + 1] : (int64_t)m->off32[id + 1])
-                    : m->keys_len;
-  return (size_t)(end - at - 1);
+  return dbuf__strmap_len(&t->names, id);
 }
 
 /* A copy that shares t's arrays until either list is changed. */

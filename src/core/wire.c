@@ -258,20 +258,6 @@ shapes_index(const dbuf_tensors_t *t, const shapes_t *s, int64_t i)
   return s->wire[dbuf__tensors_shape_id(t, i)];
 }
 
-/* Where name i of a list's names begins, and its length (the names lie
- * back to back in id order, each NUL-ended). */
-static inline int64_t
-key_at(const dbuf__strmap_t *nm, int64_t i)
-{
-  return nm->off64 != NULL ? nm->off64[i] : (int64_t)nm->off32[i];
-}
-
-static inline int64_t
-key_len_at(const dbuf__strmap_t *nm, int64_t i)
-{
-  return (i + 1 < nm->count ? key_at(nm, i + 1) : nm->keys_len) - key_at(nm, i) - 1;
-}
-
 /* Bytes a name of la bytes shares with the next one, of lb. */
 static uint32_t
 common_prefix(const char *a, size_t la, const char *b, size_t lb)
@@ -345,8 +331,8 @@ prepare(const dbuf_layout_t *l, prepared_t *m, dbuf_diag_t *diag)
   const char *prev = "";
   size_t plen = 0;
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    const char *name = m->names->keys + key_at(m->names, i);
-    size_t len = (size_t)key_len_at(m->names, i);
+    const char *name = m->names->keys + dbuf__strmap_off(m->names, i);
+    size_t len = dbuf__strmap_len(m->names, i);
     if (len > UINT32_MAX) {
       rc = DBUF_EOVERFLOW;
       break;
@@ -436,14 +422,14 @@ write_message(const prepared_t *m, writer_t *w)
   for (int64_t i = 0; i < n; i++) {
     w_u32(w, shapes_index(t, &m->s, i));
     w_u32(w, m->pre[i]);
-    w_u32(w, (uint32_t)key_len_at(m->names, i) - m->pre[i]);
+    w_u32(w, (uint32_t)dbuf__strmap_len(m->names, i) - m->pre[i]);
     w_u32(w, 0); /* flags */
   }
   w_u64(w, SEC_NAMES);
   w_i64(w, m->sec[SEC_NAMES]);
   for (int64_t i = 0; i < n; i++)
-    w_bytes(w, m->names->keys + key_at(m->names, i) + m->pre[i],
-            key_len_at(m->names, i) - m->pre[i]);
+    w_bytes(w, m->names->keys + dbuf__strmap_off(m->names, i) + m->pre[i],
+            (int64_t)dbuf__strmap_len(m->names, i) - m->pre[i]);
   w_u64(w, SEC_OFFSETS);
   w_i64(w, m->sec[SEC_OFFSETS]);
   for (int64_t i = 0; i < n; i++)
@@ -665,32 +651,43 @@ read_header(const uint8_t *p, msg_t *m, dbuf_diag_t *diag)
   return 0;
 }
 
+/* Section s, its tag at *pos of p (its payload to end by end): recorded in
+ * m when it is a known one, *pos moved to the next tag; 0 or DBUF_EFORMAT,
+ * diag filled.  A receiver reads them as they arrive (ahead_sections()). */
+static int
+read_section(const uint8_t *p, int64_t *pos, int64_t end, uint64_t s, msg_t *m,
+             dbuf_diag_t *diag)
+{
+  int64_t plen = end - *pos >= 16 ? (int64_t)get_u64(p + *pos + 8) : -1;
+  if (plen < 0 || plen > end - *pos - 16)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
+                      (unsigned long long)s);
+  uint64_t tag = get_u64(p + *pos);
+  m->canonical &= tag == SEC_SHAPES + s; /* tag order, nothing optional */
+  if (tag < SEC_OPTIONAL) {
+    if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
+      return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
+                        (unsigned long long)tag);
+    m->seen |= 1 << tag;
+    m->at[tag] = *pos + 16;
+    m->len[tag] = plen;
+  }
+  *pos += 16 + plen;
+  return 0;
+}
+
 /* Where every section is; each known tag once, the optional ones skipped. */
 static int
 find_sections(const uint8_t *p, int64_t len, msg_t *m, dbuf_diag_t *diag)
 {
-  reader_t r = {p, DBUF_WIRE_HEADER_BYTES, len - 8};
-  for (uint64_t s = 0; s < m->nsec; s++) {
-    uint64_t tag;
-    int64_t plen;
-    if (r_u64(&r, &tag) != 0 || r_i64(&r, &plen) != 0 || plen < 0 ||
-        plen > r.end - r.pos)
-      return dbuf__diag(diag, DBUF_EFORMAT, "wire: section %llu does not fit",
-                        (unsigned long long)s);
-    m->canonical &= tag == SEC_SHAPES + s; /* tag order, nothing optional */
-    if (tag < SEC_OPTIONAL) {
-      if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
-        return dbuf__diag(diag, DBUF_EFORMAT, "wire: unknown or repeated section %llu",
-                          (unsigned long long)tag);
-      m->seen |= 1 << tag;
-      m->at[tag] = r.pos;
-      m->len[tag] = plen;
-    }
-    r.pos += plen;
-  }
-  if (r.pos != r.end)
+  int64_t pos = DBUF_WIRE_HEADER_BYTES, end = len - 8;
+  int rc;
+  for (uint64_t s = 0; s < m->nsec; s++)
+    if ((rc = read_section(p, &pos, end, s, m, diag)) != 0)
+      return rc;
+  if (pos != end)
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the sections",
-                      (long long)(r.end - r.pos));
+                      (long long)(end - pos));
   for (int tag = SEC_SHAPES; tag <= SEC_RANGE; tag++)
     if (!(m->seen & (1 << tag)))
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: required section %d is missing", tag);
@@ -735,6 +732,31 @@ read_shapes(const uint8_t *p, const msg_t *m, int64_t *at, int64_t *sd, dbuf_dia
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld stray bytes after the shapes",
                       (long long)(end - pos));
   return 0;
+}
+
+/* The shapes into new arrays (*at, *sd: read_shapes()), after their count
+ * is checked against the section; 0 or the code, diag filled, nothing
+ * kept. */
+static int
+load_shapes(const uint8_t *p, const msg_t *m, int64_t **at, int64_t **sd, dbuf_diag_t *diag)
+{
+  int rc;
+  *at = *sd = NULL;
+  if (m->nshapes > m->len[SEC_SHAPES] / 12)
+    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld shapes do not fit a %lld-byte section",
+                      (long long)m->nshapes, (long long)m->len[SEC_SHAPES]);
+  *at = dbuf__mallocn(m->nshapes, sizeof **at);
+  *sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof **sd);
+  if (*at == NULL || *sd == NULL)
+    rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
+  else
+    rc = read_shapes(p, m, *at, *sd, diag);
+  if (rc != 0) {
+    free(*at);
+    free(*sd);
+    *at = *sd = NULL;
+  }
+  return rc;
 }
 
 /*
@@ -973,23 +995,9 @@ ahead_free(ahead_t *a)
 static int
 ahead_sections(const uint8_t *q, int64_t have, ahead_t *a)
 {
-  msg_t *m = &a->m;
-  const int64_t end = a->len - 8;
-  while (a->nsec < m->nsec && a->sec_pos + 16 <= have && a->sec_pos + 16 <= end) {
-    uint64_t tag = get_u64(q + a->sec_pos);
-    int64_t plen = (int64_t)get_u64(q + a->sec_pos + 8);
-    if (plen < 0 || plen > end - a->sec_pos - 16)
+  for (; a->nsec < a->m.nsec && a->sec_pos + 16 <= have; a->nsec++)
+    if (read_section(q, &a->sec_pos, a->len - 8, a->nsec, &a->m, NULL) != 0)
       return -1;
-    if (tag < SEC_OPTIONAL) {
-      if (tag < SEC_SHAPES || tag >= SEC_COUNT || (m->seen & (1 << tag)))
-        return -1;
-      m->seen |= 1 << tag;
-      m->at[tag] = a->sec_pos + 16;
-      m->len[tag] = plen;
-    }
-    a->sec_pos += 16 + plen;
-    a->nsec++;
-  }
   return 0;
 }
 
@@ -1021,7 +1029,8 @@ ahead_run(const uint8_t *q, int64_t have, ahead_t *a)
     memset(m, 0, sizeof *m);
     m->bytes = a->len;
     m->canonical = 1;
-    if (memcmp(q, DBUF_WIRE_MAGIC, 8) != 0 || XXH3_64bits(q, HDR_SUM_AT) != get_u64(q + HDR_SUM_AT) ||
+    if (memcmp(q, DBUF_WIRE_MAGIC, 8) != 0 ||
+        XXH3_64bits(q, HDR_SUM_AT) != get_u64(q + HDR_SUM_AT) ||
         (int64_t)get_u64(q + 16) != a->len || get_u64(q + 8) != DBUF_WIRE_VERSION ||
         read_header(q, m, NULL) != 0) {
       ahead_stop(a);
@@ -1039,12 +1048,8 @@ ahead_run(const uint8_t *q, int64_t have, ahead_t *a)
     if (!ahead_has(a, SEC_SHAPES, have) || !ahead_has(a, SEC_TENSORS, have) ||
         !(m->seen & (1 << SEC_NAMES)))
       return;
-    int64_t want;
-    if (dbuf__mul(m->n, (int64_t)m->rec, &want) != 0 || want != m->len[SEC_TENSORS] ||
-        m->nshapes > m->len[SEC_SHAPES] / 12 ||
-        (a->shape_at = dbuf__mallocn(m->nshapes, sizeof *a->shape_at)) == NULL ||
-        (a->sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof *a->sd)) == NULL ||
-        read_shapes(q, m, a->shape_at, a->sd, NULL) != 0 ||
+    if (sized(m, SEC_TENSORS, m->n, (int64_t)m->rec, "tensor records", NULL) != 0 ||
+        load_shapes(q, m, &a->shape_at, &a->sd, NULL) != 0 ||
         tx_begin(q, m, a->shape_at, a->sd, &a->x, NULL) != 0) {
       ahead_stop(a);
       return;
@@ -1094,16 +1099,7 @@ assemble(const uint8_t *p, msg_t *m, ahead_t *a, dbuf_layout_t **out, dbuf_diag_
       (rc = sized(m, SEC_RANGE, m->nranks + 1, 8, "rank range", diag)) != 0 ||
       (has_own && (rc = sized(m, SEC_OWNERS, m->n, 4, "owners", diag)) != 0))
     return rc;
-  if (m->nshapes > m->len[SEC_SHAPES] / 12)
-    return dbuf__diag(diag, DBUF_EFORMAT, "wire: %lld shapes do not fit a %lld-byte section",
-                      (long long)m->nshapes, (long long)m->len[SEC_SHAPES]);
-  shape_at = dbuf__mallocn(m->nshapes, sizeof *shape_at);
-  sd = dbuf__mallocn(m->nshapes + m->len[SEC_SHAPES] / 8, sizeof *sd);
-  if (shape_at == NULL || sd == NULL) {
-    rc = dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-    goto out;
-  }
-  if ((rc = read_shapes(p, m, shape_at, sd, diag)) != 0)
+  if ((rc = load_shapes(p, m, &shape_at, &sd, diag)) != 0)
     goto out;
   if (a != NULL && a->state == AHEAD_DONE) { /* the list built ahead, taken once */
     rc = tx_end(m, &a->x, &t, diag);
