@@ -266,8 +266,13 @@ common_prefix(const char *a, size_t la, const char *b, size_t lb)
   for (uint64_t x, y; k + 8 <= m; k += 8) { /* 8 bytes a step, then byte by byte */
     memcpy(&x, a + k, 8);
     memcpy(&y, b + k, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (x != y) /* the first byte that differs: the lowest set bit's */
+      return (uint32_t)(k + (size_t)__builtin_ctzll(x ^ y) / 8);
+#else
     if (x != y)
       break;
+#endif
   }
   while (k < m && a[k] == b[k])
     k++;
