@@ -296,6 +296,65 @@ START_TEST(test_bulk_as)
 }
 END_TEST
 
+/* Front-coded adds (a decoder's): the same codes, messages and list as
+ * bulk adds of the whole names, in place (names reserved) or built in the
+ * scratch (nothing reserved), for prefixes that end inside a UTF-8
+ * character, new bytes that are not ASCII, bad bytes after a good prefix,
+ * an empty name and a total that overflows. */
+START_TEST(test_add_front)
+{
+  static const char *const names[] = {
+      "model.layers.0.attn.weight", "model.layers.0.attn.bias", "model.layers.1.attn.weight",
+      "x.\xc3\xa9", "x.\xc3\xa8", "x.\xc3" "A", "x.a b", "x.a\x7f", "",
+      "x.\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", "y.\xc3\xa9" "a", "y.\xc3\xa9" "b",
+      "y.\xc3\xa9" "b.and.a.longer.tail.of.ascii", "big", "z"};
+  const int nn = (int)(sizeof names / sizeof names[0]);
+  int64_t small[2] = {3, 4}, big[2] = {INT64_C(1) << 60, 4};
+  for (int reserve = 0; reserve < 2; reserve++) {
+    dbuf_tensors_t *a, *b;
+    char *scratch = NULL;
+    int64_t cap = 0, sa[2] = {-1, -1}, sb[2] = {-1, -1};
+    ck_assert_int_eq(dbuf_tensors_create(&a), 0);
+    ck_assert_int_eq(dbuf_tensors_create(&b), 0);
+    ck_assert_int_eq(dbuf__tensors_bulk_begin(a, nn), 0);
+    ck_assert_int_eq(dbuf__tensors_bulk_begin(b, nn), 0);
+    if (reserve)
+      ck_assert_int_eq(dbuf__tensors_reserve_names(a, 4096), 0);
+    for (int i = 0; i < nn; i++) {
+      const char *name = names[i];
+      size_t len = strlen(name), plen, pre = 0;
+      const char *prev = dbuf__tensors_last_name(a, &plen);
+      while (pre < plen && pre < len && prev[pre] == name[pre])
+        pre++;
+      int k = strcmp(name, "big") == 0 || strcmp(name, "z") == 0;
+      const int64_t *dims = k ? big : small;
+      dbuf_diag_t da, db;
+      dbuf_diag_clear(&da);
+      dbuf_diag_clear(&db);
+      int ra = dbuf__tensors_add_front(a, pre, name + pre, len - pre, 2, dims, &sa[k], &scratch,
+                                       &cap, &da);
+      int rb = dbuf__tensors_add_bulk_as(b, name, len, 2, dims, &sb[k], &db);
+      ck_assert_int_eq(ra, rb);
+      ck_assert_str_eq(da.msg, db.msg);
+      ck_assert_int_eq(sa[k], sb[k]);
+    }
+    /* four bad names (one empty) and "z" (past the total) were refused */
+    ck_assert_int_eq(dbuf_tensors_count(a), nn - 5);
+    ck_assert_int_eq(dbuf_tensors_count(a), dbuf_tensors_count(b));
+    ck_assert_int_eq(dbuf_tensors_total(a), dbuf_tensors_total(b));
+    ck_assert_int_eq(dbuf_tensors_total(a), 9 * 12 + (INT64_C(1) << 62)); /* 9 small, "big" */
+    for (int64_t i = 0; i < dbuf_tensors_count(a); i++) {
+      ck_assert_str_eq(dbuf_tensors_name(a, i), dbuf_tensors_name(b, i));
+      ck_assert_int_eq(dbuf__tensors_shape_id(a, i), dbuf__tensors_shape_id(b, i));
+    }
+    ck_assert_int_eq(dbuf__tensors_bulk_end(a, 1, NULL), 0);
+    free(scratch);
+    dbuf_tensors_destroy(a);
+    dbuf_tensors_destroy(b);
+  }
+}
+END_TEST
+
 /* Names are checked 8 bytes at a time: a bad byte at any place of a long
  * name is still refused, and good UTF-8 still passes. */
 START_TEST(test_name_bytes)
@@ -362,6 +421,7 @@ main(void)
   tcase_add_test(tc, test_bulk);
   tcase_add_test(tc, test_bulk_errors);
   tcase_add_test(tc, test_bulk_as);
+  tcase_add_test(tc, test_add_front);
   tcase_add_test(tc, test_name_bytes);
   tcase_add_test(tc, test_reserve_names);
   suite_add_tcase(s, tc);

@@ -192,6 +192,18 @@ int dbuf__tensors_bulk_end(struct dbuf_tensors *t, int check, dbuf_diag_t *diag)
  * back and skips the shape's checks and lookup (same messages, same list). */
 int dbuf__tensors_add_bulk_as(struct dbuf_tensors *t, const char *name, size_t len, int ndim,
                               const int64_t *dims, int64_t *sid, dbuf_diag_t *diag);
+/* The last name added ("" and 0 for an empty list) and its length. */
+const char *dbuf__tensors_last_name(const struct dbuf_tensors *t, size_t *len);
+/* dbuf__tensors_add_bulk_as() of a front-coded name (a decoder's): the
+ * first pre bytes of the last name added (pre <= its length), then the
+ * suflen bytes at suf (no NUL among them: the caller's check).  Same
+ * checks, messages and list; in place (no copy of the name but into the
+ * name block) when the shape was seen, room was reserved and the new bytes
+ * are printable ASCII after a whole character; else the name is built in
+ * *scratch (*scratch_cap bytes, grown here; the caller frees it). */
+int dbuf__tensors_add_front(struct dbuf_tensors *t, size_t pre, const char *suf,
+                            size_t suflen, int ndim, const int64_t *dims, int64_t *sid,
+                            char **scratch, int64_t *scratch_cap, dbuf_diag_t *diag);
 /* Room for bytes more bytes of names (NULs included) so that the name
  * block is never copied as it grows; dbuf__tensors_trim() gives back what
  * was not used.  0, DBUF_EINVAL, DBUF_EOVERFLOW, DBUF_ENOMEM. */

@@ -523,33 +523,37 @@ utf8_len(const unsigned char *p)
 /* Names are UTF-8 (they are written into JSON, which cannot hold other
  * bytes) without spaces or control characters.  Most names are printable
  * ASCII, which one branch-free pass proves. */
+/* All of p[0, n) printable ASCII ('!' to '~'), 8 bytes a step: a high
+ * bit where a byte is below '!' (0x21) or above '~' (0x7e), the "has less"
+ * and "has more" word tests. */
+static int
+ascii_graph(const unsigned char *p, size_t n)
+{
+  const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones << 7;
+  uint64_t bad = 0;
+  size_t i = 0;
+  for (; n >= 8;) {
+    uint64_t w;
+    if (i + 8 > n)
+      i = n - 8; /* the last 8 bytes, some of them seen already */
+    memcpy(&w, p + i, 8);
+    bad |= ((w - ones * 0x21) & ~w) | ((w + ones * (127 - 0x7e)) | w);
+    if ((i += 8) == n)
+      break;
+  }
+  bad &= highs;
+  for (; i < n; i++) /* fewer than 8 bytes */
+    bad |= (unsigned)(p[i] - 0x21u) >= 0x5eu;
+  return !bad;
+}
+
 static int
 name_ok(const char *name, size_t len)
 {
   const unsigned char *p = (const unsigned char *)name;
-  const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones << 7;
-  uint64_t bad = 0;
-  size_t i = 0;
   if (len == 0)
     return 0;
-  /* 8 bytes a step: a high bit where a byte is below '!' (0x21) or above
-   * '~' (0x7e), the "has less" and "has more" word tests. */
-  for (;;) {
-    uint64_t w;
-    if (i + 8 > len) {
-      if (len < 8)
-        break;
-      i = len - 8; /* the last 8 bytes, some of them seen already */
-    }
-    memcpy(&w, p + i, 8);
-    bad |= ((w - ones * 0x21) & ~w) | ((w + ones * (127 - 0x7e)) | w);
-    if ((i += 8) == len)
-      break;
-  }
-  bad &= highs;
-  for (; i < len; i++) /* a name of less than 8 bytes */
-    bad |= (unsigned)(p[i] - 0x21u) >= 0x5eu;
-  if (!bad)
+  if (ascii_graph(p, len))
     return 1;
   for (const unsigned char *e = p + len; p < e;) {
     int n = utf8_len(p);
@@ -821,6 +825,74 @@ dbuf__tensors_bulk_end(dbuf_tensors_t *t, int check, dbuf_diag_t *diag)
     return dbuf__diag(diag, rc, "tensor list of %lld names: %s", (long long)t->n,
                       dbuf_strerror(rc));
   return 0;
+}
+
+const char *
+dbuf__tensors_last_name(const dbuf_tensors_t *t, size_t *len)
+{
+  if (t == NULL || t->n == 0) {
+    *len = 0;
+    return "";
+  }
+  *len = dbuf__strmap_len(&t->names, t->n - 1);
+  return t->names.keys + dbuf__strmap_off(&t->names, t->n - 1);
+}
+
+int
+dbuf__tensors_add_front(dbuf_tensors_t *t, size_t pre, const char *suf, size_t suflen,
+                        int ndim, const int64_t *dims, int64_t *sid, char **scratch,
+                        int64_t *scratch_cap, dbuf_diag_t *diag)
+{
+  size_t plen;
+  const char *prev = dbuf__tensors_last_name(t, &plen);
+  size_t len = pre + suflen;
+  dbuf__strmap_t *m = t != NULL ? &t->names : NULL;
+  if (t == NULL || sid == NULL || scratch == NULL || scratch_cap == NULL || pre > plen ||
+      len < pre)
+    return dbuf__diag(diag, DBUF_EINVAL, "bad argument");
+  /* The common case in place: a shape seen before, room reserved in every
+   * array (dbuf__tensors_bulk_begin(), dbuf__tensors_reserve_names()), an
+   * unindexed list of its own, and a name whose new bytes are printable
+   * ASCII after a prefix of the previous (checked) name that ends on a
+   * character: then the name is good without reading its prefix again. */
+  if (*sid >= 0 && *sid < t->nshapes && t->n < t->cap && m->count < m->cap &&
+      m->off32 != NULL && m->nslots == 0 && len > 0 &&
+      (uint64_t)len < (uint64_t)(m->keys_cap - m->keys_len) &&
+      (uint64_t)m->keys_len + len + 1 <= UINT32_MAX &&
+      (pre == 0 || (unsigned char)prev[pre - 1] < 0x80) &&
+      ascii_graph((const unsigned char *)suf, suflen) && atomic_load(&t->sh->refs) == 1 &&
+      atomic_load(&t->sh->index) == NULL) {
+    char *key = m->keys + m->keys_len; /* prev ends before it: no overlap */
+    memcpy(key, prev, pre);
+    memcpy(key + pre, suf, suflen);
+    key[len] = '\0';
+    int64_t total;
+    int rc = check_total(t, key, t->shapes[*sid].numel, &total, diag);
+    if (rc != 0)
+      return rc;
+    m->off32[m->count++] = (uint32_t)m->keys_len;
+    m->keys_len += (int64_t)len + 1;
+    t->shape[t->n] = (uint32_t)*sid;
+    t->dtype[t->n] = DBUF_DTYPE_NONE;
+    t->total = total;
+    t->n++;
+    return 0;
+  }
+  /* Otherwise the name whole in scratch, and the add with every check. */
+  if ((int64_t)len + 1 > *scratch_cap) { /* doubling: a few reallocations in all */
+    int64_t c = *scratch_cap ? *scratch_cap : 256;
+    while (c < (int64_t)len + 1)
+      c *= 2; /* len < 2^33 */
+    char *nb = dbuf__reallocn(*scratch, c, 1);
+    if (nb == NULL)
+      return dbuf__diag(diag, DBUF_ENOMEM, "out of memory");
+    *scratch = nb;
+    *scratch_cap = c;
+  }
+  memcpy(*scratch, prev, pre); /* prev is in the name block */
+  memcpy(*scratch + pre, suf, suflen);
+  (*scratch)[len] = '\0';
+  return dbuf__tensors_add_bulk_as(t, *scratch, len, ndim, dims, sid, diag);
 }
 
 int

@@ -778,7 +778,7 @@ typedef struct {
   const int64_t *at, *sd; /* the shapes (read_shapes()) */
   dbuf_tensors_t *t;
   int64_t *sid;           /* the list's id of each message shape, once used */
-  char *name;             /* the name being decoded (front coding) */
+  char *name;             /* scratch for a name added whole (dbuf__tensors_add_front) */
   int64_t cap, len;
   int64_t i;              /* the next record */
   int64_t npos, nend;     /* in the names section */
@@ -871,8 +871,9 @@ tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *dia
                         (long long)i);
     /* The encoder shares all it can with the previous name, and numbers
      * the shapes as they first appear. */
-    if ((pre < x->len && suf > 0 && (uint8_t)x->name[pre] == p[x->npos]) ||
-        sh > x->next_shape)
+    size_t plen;
+    const char *prev = dbuf__tensors_last_name(x->t, &plen);
+    if ((pre < plen && suf > 0 && (uint8_t)prev[pre] == p[x->npos]) || sh > x->next_shape)
       x->canonical = 0;
     x->next_shape += sh == x->next_shape;
     int64_t len = (int64_t)pre + suf;
@@ -880,25 +881,13 @@ tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *dia
       return dbuf__diag(diag, DBUF_EFORMAT,
                         "wire: tensor %lld: the names decode to more than 64 times the "
                         "%lld-byte message", (long long)i, (long long)m->bytes);
-    if (len + 1 > x->cap) { /* doubling: a few reallocations in all */
-      int64_t c = x->cap ? x->cap : 256;
-      while (c < len + 1)
-        c *= 2; /* len < 2^33 */
-      char *nb = dbuf__reallocn(x->name, c, 1);
-      if (nb == NULL)
-        return dbuf__diag(diag, DBUF_ENOMEM, "wire: out of memory");
-      x->name = nb;
-      x->cap = c;
-    }
-    memcpy(x->name + pre, p + x->npos, suf);
-    x->name[len] = '\0';
-    x->len = len;
-    x->npos += suf;
     const int64_t *shape = x->sd + x->at[sh];
     dbuf_diag_clear(&d);
-    if ((rc = dbuf__tensors_add_bulk_as(x->t, x->name, (size_t)len, (int)shape[0], shape + 1,
-                                        &x->sid[sh], &d)) != 0)
+    if ((rc = dbuf__tensors_add_front(x->t, pre, (const char *)p + x->npos, suf, (int)shape[0],
+                                      shape + 1, &x->sid[sh], &x->name, &x->cap, &d)) != 0)
       return dbuf__diag(diag, rc, "wire: %s", d.msg);
+    x->len = len;
+    x->npos += suf;
   }
   return 0;
 }
