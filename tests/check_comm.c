@@ -10,6 +10,7 @@
 #include "dbuf/layout.h"
 #include "dbuf/pattern.h"
 #include "dbuf/wire.h"
+#include "core_internal.h" /* dbuf__warm_count() */
 
 #include <check.h>
 #include <limits.h>
@@ -360,6 +361,74 @@ START_TEST(test_share_plan)
   rc = dbuf_comm_share_plan(c, 0, NULL, rank == size - 1 ? NULL : &p, size, NULL, &d);
   ALL_INT_EQ(rc, DBUF_EINVAL);
   ALL_TRUE(rank == 0 ? p == mine : p == NULL);
+  dbuf_plan_destroy(mine);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
+/* dbuf_comm_announce_plan(): refused (nothing sent) on a rank other than 0,
+ * twice, or with no list; an announced plan is shared and broadcast as one
+ * that was not, rank 0's failure and an unexpected rank count after an
+ * announcement end every rank alike, and no rank keeps warm blocks after
+ * any of them (every one taken by a one-buffer plan's decode). */
+START_TEST(test_announce_plan)
+{
+  dbuf_comm_t *c = world();
+  dbuf_diag_t d;
+  dbuf_layout_t *l = test_layout_ok(DBUF_LAYOUT_PADDED, size);
+  const dbuf_tensors_t *t = dbuf_layout_tensors(l);
+  dbuf_plan_t *mine = NULL, *p = NULL;
+  ALL_INT_EQ(dbuf_plan_create(&mine), 0);
+  ALL_INT_EQ(dbuf_plan_add(mine, "root", DBUF_DTYPE_F32, l, NULL, NULL), 0);
+  void *buf = NULL;
+  int64_t len = 0;
+  uint64_t whole = 0, dig = 0;
+  ALL_INT_EQ(dbuf_wire_plan_encode(mine, &buf, &len, NULL), 0);
+  ALL_INT_EQ(dbuf_wire_checksum(buf, len, &whole), 0);
+  free(buf);
+  ALL_INT_EQ(dbuf_comm_announce_plan(c, NULL, DBUF_LAYOUT_PADDED), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_announce_plan(NULL, t, DBUF_LAYOUT_PADDED), DBUF_EINVAL);
+  if (rank != 0)
+    ALL_INT_EQ(dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED), DBUF_EINVAL);
+  else
+    ALL_INT_EQ(dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED), 0);
+  ALL_INT_EQ(rank == 0 ? dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED) : DBUF_EINVAL,
+             DBUF_EINVAL);
+  p = rank == 0 ? mine : NULL;
+  ALL_INT_EQ(dbuf_comm_share_plan(c, 0, NULL, &p, size, &dig, &d), 0);
+  ALL_TRUE(rank == 0 ? p == mine : p != NULL);
+  ALL_U64_EQ(dig, whole);
+  ALL_INT_EQ(dbuf__warm_count(), 0);
+  if (rank != 0)
+    dbuf_plan_destroy(p);
+  /* The copying broadcast, announced and not. */
+  for (int ann = 1; ann >= 0; ann--) {
+    dbuf_plan_t *got = NULL;
+    if (ann && rank == 0)
+      ALL_INT_EQ(dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED), 0);
+    else if (ann)
+      ALL_INT_EQ(0, 0);
+    dig = 0;
+    ALL_INT_EQ(dbuf_comm_bcast_plan(c, 0, NULL, mine, size, &got, &dig, &d), 0);
+    ALL_U64_EQ(dig, whole);
+    ALL_INT_EQ(dbuf__warm_count(), 0);
+    dbuf_plan_destroy(got);
+  }
+  /* Announced, then rank 0 fails, or the rank count is not the plan's. */
+  for (int k = 0; k < 2; k++) {
+    if (rank == 0)
+      ALL_INT_EQ(dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED), 0);
+    else
+      ALL_INT_EQ(0, 0);
+    p = rank == 0 ? mine : NULL;
+    int rc = k == 0 ? dbuf_comm_share_plan(c, rank == 0 ? DBUF_EPARSE : 0,
+                                           rank == 0 ? "x:1: bad" : NULL, &p, size, NULL, &d)
+                    : dbuf_comm_share_plan(c, 0, NULL, &p, size + 1, NULL, &d);
+    ALL_INT_EQ(rc, k == 0 ? DBUF_EPARSE : DBUF_ENRANKS);
+    ALL_TRUE(rank == 0 ? p == mine : p == NULL);
+    ALL_INT_EQ(dbuf__warm_count(), 0);
+  }
+  ALL_PREFIX(d.msg, "rank 0: sent buffer root/fp32 has ");
   dbuf_plan_destroy(mine);
   dbuf_comm_destroy(c);
 }
@@ -857,6 +926,7 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_bcast_root_failure);
   tcase_add_test(tc, test_bcast_plan);
   tcase_add_loop_test(tc, test_share_plan, 0, 2);
+  tcase_add_test(tc, test_announce_plan);
   tcase_add_test(tc, test_nodes_and_inputs);
   tcase_add_test(tc, test_gather);
   tcase_add_test(tc, test_structure_ok);

@@ -1427,6 +1427,119 @@ START_TEST(test_rx_seed)
 }
 END_TEST
 
+/* Warm blocks (what dbuf_comm_announce_plan() makes a receiver fault in):
+ * taken by allocations of their sizes only (exact ones first, calloc's
+ * zeroed), at most DBUF__WARM_BLOCKS, the rest freed by a release. */
+START_TEST(test_warm_blocks)
+{
+  ck_assert_int_eq(dbuf__warm_add(-1, 10), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf__warm_add(11, 10), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf__warm_count(), 0);
+  ck_assert_int_eq(dbuf__warm_add(3 << 20, 3 << 20), 0);
+  unsigned char *a = dbuf__mallocn((3 << 20) - 1, 1), *b = dbuf__calloc(3 << 20, 1);
+  ck_assert_int_eq(dbuf__warm_count(), 0); /* b took it, a did not */
+  for (int64_t i = 0; i < 3 << 20; i++)
+    ck_assert_int_eq(b[i], 0);
+  free(a);
+  free(b);
+  ck_assert_int_eq(dbuf__warm_add(100, 5000), 0);
+  ck_assert_int_eq(dbuf__warm_add(3000, 3000), 0);
+  a = dbuf__mallocn(3000, 1); /* the exact one, though the range holds it too */
+  ck_assert_int_eq(dbuf__warm_count(), 1);
+  b = dbuf__mallocn(99, 1);
+  ck_assert_int_eq(dbuf__warm_count(), 1);
+  unsigned char *c = dbuf__reallocn(NULL, 625, 8); /* 5000 bytes: the range's */
+  ck_assert_int_eq(dbuf__warm_count(), 0);
+  memset(a, 1, 3000);
+  memset(c, 2, 5000); /* its whole size is there (sanitizers would say) */
+  free(a);
+  free(b);
+  free(c);
+  for (int i = 0; i < DBUF__WARM_BLOCKS; i++)
+    ck_assert_int_eq(dbuf__warm_add(64, 64), 0);
+  ck_assert_int_eq(dbuf__warm_add(64, 64), DBUF_ENOMEM);
+  ck_assert_int_eq(dbuf__warm_count(), DBUF__WARM_BLOCKS);
+  dbuf__warm_release();
+  ck_assert_int_eq(dbuf__warm_count(), 0);
+  /* Numbers no plan has make none. */
+  const int64_t bad[][5] = {{0, 2, 1, 1, 0},
+                            {10, 19, 1, 1, 0},
+                            {10, 20, 0, 1, 0},
+                            {10, 20, 11, 1, 0},
+                            {10, 20, 1, -1, 0},
+                            {10, 20, 1, 1, -1},
+                            {10, 20, 1, 1, DBUF_LAYOUT_COMPACT + 1},
+                            {(int64_t)UINT32_MAX + 1, INT64_MAX, 1, 1, 0}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(dbuf__wire_rx_warm(bad[i][0], bad[i][1], bad[i][2], bad[i][3],
+                                        (int)bad[i][4]),
+                     DBUF_EINVAL);
+    ck_assert_int_eq(dbuf__warm_count(), 0);
+  }
+  ck_assert_int_eq(dbuf__wire_rx_warm(UINT32_MAX, INT64_MAX - 10, 1, 1, 0), DBUF_EOVERFLOW);
+  ck_assert_int_eq(dbuf__warm_count(), 0);
+}
+END_TEST
+
+/* A receiver told the list of a one-buffer plan ahead (dbuf__wire_rx_warm()
+ * as dbuf_comm_announce_plan() makes it) has every warm block taken: the
+ * message's by its buffer, the others by the decode (the sizes made and
+ * the sizes asked for agree), for DeepSeek-V3 (45,395 tensors) at 3 ranks
+ * padded, tensor and unpadded (no order: none made); and it decodes the
+ * plan the whole-message decoder does. */
+START_TEST(test_rx_warm)
+{
+  static const dbuf_layout_kind_t kinds[] = {DBUF_LAYOUT_PADDED, DBUF_LAYOUT_TENSOR,
+                                             DBUF_LAYOUT_UNPADDED};
+  char path[4096];
+  dbuf_tensors_t *t;
+  snprintf(path, sizeof path, "%s/zoo/deepseek-v3.shapes", test_data_dir());
+  ck_assert_int_eq(dbuf_shapes_read(path, &t, NULL, NULL), 0);
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    dbuf_layout_t *l;
+    dbuf_layout_params_t lp;
+    dbuf_plan_t *p = NULL, *whole = NULL, *got = NULL;
+    dbuf_layout_params_init(&lp);
+    lp.nranks = 3;
+    lp.kind = kinds[k];
+    lp.auto_owners = kinds[k] == DBUF_LAYOUT_TENSOR;
+    ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+    ck_assert_int_eq(dbuf_plan_create(&p), 0);
+    ck_assert_int_eq(dbuf_plan_add(p, "deepseek", DBUF_DTYPE_BF16, l, NULL, NULL), 0);
+    void *m;
+    int64_t len;
+    ck_assert_int_eq(dbuf_wire_plan_encode(p, &m, &len, NULL), 0);
+    ck_assert_int_eq(dbuf_wire_plan_decode(m, len, &whole, NULL), 0);
+    ck_assert_int_eq(dbuf__wire_rx_warm(dbuf_tensors_count(t), dbuf__tensors_name_bytes(t),
+                                        dbuf__tensors_nshapes(t), dbuf__tensors_ndims(t),
+                                        kinds[k]),
+                     0);
+    ck_assert_int_eq(dbuf__warm_count(), kinds[k] == DBUF_LAYOUT_UNPADDED ? 7 : 8);
+    uint8_t *buf = dbuf__mallocn(len, 1); /* as bcast_message() */
+    ck_assert_int_eq(dbuf__warm_count(), kinds[k] == DBUF_LAYOUT_UNPADDED ? 6 : 7);
+    dbuf__wire_rx_t *rx = NULL;
+    ck_assert_int_eq(dbuf__wire_rx_create(len, &rx), 0);
+    for (int64_t have = 0; have < len;) {
+      int64_t from = have;
+      have = len - have < (1 << 20) ? len : have + (1 << 20);
+      memcpy(buf + from, (uint8_t *)m + from, (size_t)(have - from));
+      dbuf__wire_rx_feed(rx, buf, have);
+    }
+    ck_assert_int_eq(dbuf__wire_rx_plan_decode(rx, buf, len, &got, NULL), 0);
+    ck_assert_int_eq(dbuf__warm_count(), 0);
+    ck_assert_int_eq(dbuf__wire_rx_ahead(rx), 1);
+    assert_same_buffer(whole, got, 0);
+    dbuf__wire_rx_destroy(rx);
+    free(buf);
+    free(m);
+    dbuf_plan_destroy(got);
+    dbuf_plan_destroy(whole);
+    dbuf_plan_destroy(p);
+  }
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* Every zoo model at 8 ranks, padded, including deepseek-v3's 45,395 tensors. */
 START_TEST(test_zoo_models)
 {
@@ -1475,6 +1588,8 @@ wire_suite(void)
                       (int)(sizeof stream_windows / sizeof stream_windows[0]));
   tcase_add_test(tc, test_rx_round_trip);
   tcase_add_test(tc, test_rx_seed);
+  tcase_add_test(tc, test_warm_blocks);
+  tcase_add_test(tc, test_rx_warm);
   tcase_add_loop_test(tc, test_rx_structural, 0,
                       (int)(sizeof structural / sizeof structural[0]));
   suite_add_tcase(s, tc);

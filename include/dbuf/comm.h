@@ -209,6 +209,29 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
                                      dbuf_plan_t **plan, int nranks_expected, uint64_t *digest,
                                      dbuf_diag_t *diag);
 
+/**
+ * \brief Tell the other ranks, while rank 0 still plans, how large the plan
+ * it is about to share will be, so that they make room for it meanwhile.
+ *
+ * Rank 0 only, once it holds the tensor list it plans (tensors) and knows
+ * the layout kind, at most once before its next dbuf_comm_share_plan() or
+ * dbuf_comm_bcast_plan(), with no other collective on ctx in between.  The
+ * other ranks call nothing: that broadcast receives the announcement first
+ * (and rank 0 sends an empty one when it did not call this).  A receiver
+ * faults in, while it would otherwise wait, the memory its decode of a
+ * plan of one buffer of that list will take (zeroed, the message's records
+ * and offsets, the list's arrays and names, the duplicate check's table,
+ * the layout's offsets and order); what the decode does not take is freed
+ * after it.  Only a hint: a plan of other tensors or of several buffers is
+ * received as without it; numbers no plan has, or no memory, make nothing.
+ * The cost is none for rank 0 (a 48-byte broadcast); a receiver's peak is
+ * at most the unpadded layout's unused order (8 bytes a tensor) higher.
+ * \return 0; DBUF_EINVAL on a rank other than 0, with a NULL argument or
+ *         announced already (nothing sent); DBUF_EMPI
+ */
+DBUF_EXPORT int dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
+                                        dbuf_layout_kind_t kind);
+
 /* ------------------------------------------------------------------------ */
 /* Hosts and nodes                                                           */
 

@@ -12,6 +12,7 @@ struct dbuf_comm {
   MPI_Comm comm; /* our duplicate, MPI_ERRORS_RETURN */
   int rank, size;
   int64_t chunk; /* largest payload of one MPI call, bytes */
+  int announced;  /* rank 0: the next plan broadcast was announced */
 };
 
 /* MPI return code -> 0 or DBUF_EMPI. */

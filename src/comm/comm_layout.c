@@ -323,10 +323,66 @@ typedef struct {
   send_fn send;
   int copy; /* 0: rank 0 keeps obj (and notes its digests) */
   const rx_fn *recv; /* NULL: decode once the message is all in */
+  int announce;      /* the announcement first (dbuf_comm_announce_plan()) */
   decode_fn decode;
   check_fn check;
   void (*destroy)(void *);
 } codec_t;
+
+/* The announcement of a plan broadcast (dbuf_comm_announce_plan()): a
+ * magic word, then the list's tensors, name bytes (NULs included),
+ * distinct shapes and their dims, and the layout kind. */
+#define ANNOUNCE_MAGIC INT64_C(0x314e4e4146554244) /* "DBUFANN1" */
+enum { ANNOUNCE_WORDS = 6 };
+
+/* Rank 0: what announces t's plan (all zero: nothing announced). */
+static void
+announce_of(const dbuf_tensors_t *t, dbuf_layout_kind_t kind, int64_t a[ANNOUNCE_WORDS])
+{
+  memset(a, 0, ANNOUNCE_WORDS * sizeof *a);
+  if (t == NULL || dbuf_tensors_count(t) < 1)
+    return;
+  a[0] = ANNOUNCE_MAGIC;
+  a[1] = dbuf_tensors_count(t);
+  a[2] = dbuf__tensors_name_bytes(t);
+  a[3] = dbuf__tensors_nshapes(t);
+  a[4] = dbuf__tensors_ndims(t);
+  a[5] = kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_COMPACT ? (int64_t)kind : 0;
+}
+
+/* The first step of a plan broadcast: rank 0 sends an empty announcement
+ * unless it announced the plan already; every other rank receives it and
+ * faults in, while rank 0 is still busy, the memory its decode will take
+ * (warm blocks, given back by bcast_object() after the decode).  A hint
+ * only: numbers no plan has, or no memory, make nothing. */
+static int
+announce_step(dbuf_comm_t *ctx)
+{
+  int64_t a[ANNOUNCE_WORDS];
+  if (ctx->rank == 0 && ctx->announced) {
+    ctx->announced = 0;
+    return 0;
+  }
+  memset(a, 0, sizeof a);
+  if (MPI_Bcast(a, ANNOUNCE_WORDS, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS)
+    return DBUF_EMPI;
+  if (ctx->rank != 0 && a[0] == ANNOUNCE_MAGIC && a[5] >= 0 && a[5] <= DBUF_LAYOUT_COMPACT)
+    (void)dbuf__wire_rx_warm(a[1], a[2], a[3], a[4], (int)a[5]); /* none held on failure */
+  return 0;
+}
+
+int
+dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
+                        dbuf_layout_kind_t kind)
+{
+  int64_t a[ANNOUNCE_WORDS];
+  if (ctx == NULL || tensors == NULL || ctx->rank != 0 || ctx->announced)
+    return DBUF_EINVAL;
+  announce_of(tensors, kind, a);
+  ctx->announced = 1; /* sent or not, the plan broadcast sends no other */
+  return MPI_Bcast(a, ANNOUNCE_WORDS, MPI_INT64_T, 0, ctx->comm) == MPI_SUCCESS ? 0
+                                                                                 : DBUF_EMPI;
+}
 
 /* Broadcast obj's message; every rank that holds the message decodes it,
  * every rank re-validates what it holds (rank 0 obj when it keeps it), and
@@ -342,10 +398,13 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
   dbuf_diag_t local;
   const int own = ctx != NULL && ctx->rank == 0 && !c->copy;
   dbuf__wire_rx_t *rx = NULL;
-  int rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->recv, c->copy,
-                         !c->copy, out != NULL, nranks_expected, &buf, &len, &sum, &rx, diag);
+  int rc = ctx != NULL && c->announce ? announce_step(ctx) : 0;
+  if (rc == 0)
+    rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->recv, c->copy, !c->copy,
+                       out != NULL, nranks_expected, &buf, &len, &sum, &rx, diag);
   if (rc != 0) {
     dbuf__wire_rx_destroy(rx);
+    dbuf__warm_release();
     return rc;
   }
   dbuf_diag_clear(&local);
@@ -353,6 +412,7 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
     got = (void *)obj; /* the caller's own, handed back */
   else
     rc = c->decode(buf, len, rx, &got, &local);
+  dbuf__warm_release(); /* what the decode did not take */
   dbuf__wire_rx_destroy(rx);
   free(buf); /* decoded: the checks run without it */
   if (rc == 0)
@@ -377,7 +437,7 @@ dbuf_comm_bcast_layout(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                        const dbuf_layout_t *layout, int nranks_expected,
                        dbuf_layout_t **out, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_layout, 1, NULL, decode_layout, check_layout, destroy_layout};
+  const codec_t c = {send_layout, 1, NULL, 0, decode_layout, check_layout, destroy_layout};
   return bcast_object(ctx, root_rc, root_msg, layout, "layout", &c, nranks_expected,
                       (void **)out, digest, diag);
 }
@@ -387,7 +447,7 @@ dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg,
                      const dbuf_plan_t *plan, int nranks_expected, dbuf_plan_t **out,
                      uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, 1, &plan_rx, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 1, &plan_rx, 1, decode_plan, check_plan, destroy_plan};
   return bcast_object(ctx, root_rc, root_msg, plan, "plan", &c, nranks_expected, (void **)out,
                       digest, diag);
 }
@@ -396,7 +456,7 @@ int
 dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *root_msg, dbuf_plan_t **plan,
                      int nranks_expected, uint64_t *digest, dbuf_diag_t *diag)
 {
-  const codec_t c = {send_plan, 0, &plan_rx, decode_plan, check_plan, destroy_plan};
+  const codec_t c = {send_plan, 0, &plan_rx, 1, decode_plan, check_plan, destroy_plan};
   void *got = NULL;
   if (ctx == NULL)
     return DBUF_EINVAL;

@@ -217,7 +217,11 @@ const struct dbuf__strmap *dbuf__tensors_names(const struct dbuf_tensors *t);
  * id (ids in order of first use), how many shapes, and a name's length
  * without strlen.  id must be in range. */
 uint32_t dbuf__tensors_shape_id(const struct dbuf_tensors *t, int64_t id);
-int64_t dbuf__tensors_nshapes(const struct dbuf_tensors *t);
+DBUF__SHARED int64_t dbuf__tensors_nshapes(const struct dbuf_tensors *t);
+/* The dims of all the distinct shapes together, and the bytes of all the
+ * names with their NULs. */
+DBUF__SHARED int64_t dbuf__tensors_ndims(const struct dbuf_tensors *t);
+DBUF__SHARED int64_t dbuf__tensors_name_bytes(const struct dbuf_tensors *t);
 /* The row size, element count and rows (dim 0) of shape sid of the list's
  * table (in range), and every tensor's shape id ([count]). */
 int64_t dbuf__tensors_shape_row_elems(const struct dbuf_tensors *t, int64_t sid);
@@ -233,6 +237,21 @@ void dbuf__advise_huge(void *p, size_t len);
 void *dbuf__calloc(int64_t n, size_t sz);
 DBUF__SHARED void *dbuf__mallocn(int64_t n, size_t sz); /* comm: messages */
 void *dbuf__reallocn(void *p, int64_t n, size_t sz);
+/* Warm blocks: memory faulted in ahead, on a thread that has time now, for
+ * large allocations it knows it will make soon (a receiver told the sizes
+ * of a message before it comes: dbuf_comm_announce_plan()); on this kind
+ * of machine faulting in fresh memory costs more than the work on it.
+ * dbuf__warm_add() keeps, for the calling thread, a zeroed block of hi
+ * bytes whose first lo are faulted in (huge-page advised first); the next
+ * dbuf__mallocn(), dbuf__calloc() or dbuf__reallocn(NULL, ...) of this
+ * thread for lo to hi bytes takes it (a block of exactly the size first)
+ * and frees it as usual.  dbuf__warm_release() frees the blocks not taken,
+ * dbuf__warm_count() counts them.  0, DBUF_EINVAL or DBUF_ENOMEM (also
+ * with DBUF__WARM_BLOCKS held). */
+#define DBUF__WARM_BLOCKS 8
+DBUF__SHARED int dbuf__warm_add(int64_t lo, int64_t hi);
+DBUF__SHARED void dbuf__warm_release(void);
+DBUF__SHARED int dbuf__warm_count(void);
 /* A malloc'd copy of n elements of size sz (NULL on failure). */
 void *dbuf__memdup(const void *src, int64_t n, size_t sz);
 
@@ -309,6 +328,19 @@ DBUF__SHARED void dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64
 DBUF__SHARED int dbuf__wire_rx_plan_decode(dbuf__wire_rx_t *rx, const void *msg, int64_t len,
                                            struct dbuf_plan **out, dbuf_diag_t *diag);
 DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
+/* Warm blocks (dbuf__warm_add()) for what a receiver's decode of a plan
+ * message allocates, told before it comes (dbuf_comm_announce_plan()): the
+ * plan's list has n tensors, name_bytes bytes of names with their NULs,
+ * nshapes distinct shapes of ndims dims together, and its layouts are of
+ * kind (0 unknown).  Sized exactly for a plan of one buffer (the message
+ * within a range: at least its records and offsets, at most every byte of
+ * every name and a margin); a plan of more buffers takes fewer of them.
+ * The numbers come from another rank: each is checked, every sum and
+ * product too; nothing is made of numbers no plan has.  0 (blocks held by
+ * the calling thread), DBUF_EINVAL, DBUF_EOVERFLOW or DBUF_ENOMEM (then
+ * none held). */
+DBUF__SHARED int dbuf__wire_rx_warm(int64_t n, int64_t name_bytes, int64_t nshapes,
+                                    int64_t ndims, int kind);
 /* How many layouts' tensor lists, built ahead, a decode took (tests). */
 DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 

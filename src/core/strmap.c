@@ -163,6 +163,16 @@ dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count)
   return 0;
 }
 
+int64_t
+dbuf__strmap_check_bytes(int64_t count)
+{
+  int64_t twice, nslots;
+  if (count < 0 || count > MAX_KEYS || dbuf__mul(count, 2, &twice) != 0 ||
+      grown(0, twice, 32, &nslots) != 0)
+    return -1;
+  return nslots * (int64_t)sizeof(uint32_t); /* nslots <= 2^33 */
+}
+
 void
 dbuf__strmap_check_to(const dbuf__strmap_t *m, dbuf__strmap_check_t *c, int64_t upto)
 {

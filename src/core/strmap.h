@@ -144,6 +144,9 @@ typedef struct {
 int dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count);
 void dbuf__strmap_check_to(const dbuf__strmap_t *m, dbuf__strmap_check_t *c, int64_t upto);
 void dbuf__strmap_check_free(dbuf__strmap_check_t *c);
+/* The bytes of the table dbuf__strmap_check_begin() allocates for count
+ * keys, or -1 (as it fails). */
+int64_t dbuf__strmap_check_bytes(int64_t count);
 
 /* Release the memory and leave an empty map. */
 void dbuf__strmap_free(dbuf__strmap_t *m);

@@ -85,11 +85,82 @@ advised(void *p, size_t len)
   return p;
 }
 
+/* The calling thread's warm blocks (dbuf__warm_add()): zeroed, faulted in
+ * up to lo bytes, taken by an allocation of lo to hi bytes. */
+typedef struct {
+  void *p;
+  size_t lo, hi;
+} warm_t;
+
+static _Thread_local warm_t warm[DBUF__WARM_BLOCKS];
+static _Thread_local int nwarm;
+
+/* A warm block for an allocation of len bytes, or NULL: one of exactly that
+ * size first, else the smallest whose range holds it. */
+static void *
+warm_take(size_t len)
+{
+  int best = -1;
+  for (int i = 0; i < nwarm; i++) {
+    if (len < warm[i].lo || len > warm[i].hi)
+      continue;
+    if (best < 0 || warm[i].lo == warm[i].hi || warm[i].hi < warm[best].hi)
+      best = i;
+    if (warm[best].lo == warm[best].hi)
+      break;
+  }
+  if (best < 0)
+    return NULL;
+  void *p = warm[best].p;
+  warm[best] = warm[--nwarm];
+  return p;
+}
+
+int
+dbuf__warm_add(int64_t lo, int64_t hi)
+{
+  if (lo < 0 || hi < lo || (uint64_t)hi > SIZE_MAX)
+    return DBUF_EINVAL;
+  if (nwarm == DBUF__WARM_BLOCKS)
+    return DBUF_ENOMEM;
+  /* calloc: zeroed (a calloc may take it), and fresh pages untouched, so
+   * that the huge-page advice applies before they are faulted in */
+  char *p = advised(calloc(hi ? (size_t)hi : 1, 1), (size_t)hi);
+  if (p == NULL)
+    return DBUF_ENOMEM;
+  const uintptr_t page = 4096;
+  uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = (uintptr_t)p + (size_t)lo;
+  int done = e <= a;
+#ifdef MADV_POPULATE_WRITE
+  done = done || madvise((void *)a, e - a, MADV_POPULATE_WRITE) == 0; /* contents kept */
+#endif
+  for (volatile char *q = (volatile char *)p; !done && q < p + lo; q += page)
+    *q = 0; /* an old kernel: a zero written to each page, still zero */
+  warm[nwarm++] = (warm_t){p, (size_t)lo, (size_t)hi};
+  return 0;
+}
+
+void
+dbuf__warm_release(void)
+{
+  while (nwarm > 0)
+    free(warm[--nwarm].p);
+}
+
+int
+dbuf__warm_count(void)
+{
+  return nwarm;
+}
+
 void *
 dbuf__calloc(int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
+  void *w = nwarm > 0 ? warm_take((size_t)n * sz) : NULL;
+  if (w != NULL)
+    return w; /* zeroed, never written since */
   /* calloc's fresh mapping is untouched: advice still applies */
   return advised(calloc(n ? (size_t)n : 1, sz), (size_t)n * sz);
 }
@@ -99,7 +170,8 @@ dbuf__mallocn(int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
-  return advised(malloc(n ? (size_t)n * sz : 1), (size_t)n * sz);
+  void *w = nwarm > 0 ? warm_take((size_t)n * sz) : NULL;
+  return w != NULL ? w : advised(malloc(n ? (size_t)n * sz : 1), (size_t)n * sz);
 }
 
 void *
@@ -107,7 +179,8 @@ dbuf__reallocn(void *p, int64_t n, size_t sz)
 {
   if (n < 0 || (uint64_t)n > SIZE_MAX / (sz ? sz : 1))
     return NULL;
-  return advised(realloc(p, n ? (size_t)n * sz : 1), (size_t)n * sz);
+  void *w = p == NULL && nwarm > 0 ? warm_take((size_t)n * sz) : NULL;
+  return w != NULL ? w : advised(realloc(p, n ? (size_t)n * sz : 1), (size_t)n * sz);
 }
 
 /* Regions are faulted in at least this much at a time (one madvise). */
@@ -944,6 +1017,18 @@ int64_t
 dbuf__tensors_nshapes(const dbuf_tensors_t *t)
 {
   return t->nshapes;
+}
+
+int64_t
+dbuf__tensors_ndims(const dbuf_tensors_t *t)
+{
+  return t->ndims;
+}
+
+int64_t
+dbuf__tensors_name_bytes(const dbuf_tensors_t *t)
+{
+  return t->names.keys_len;
 }
 
 size_t
