@@ -1486,7 +1486,8 @@ END_TEST
  * message's by its buffer, the others by the decode (the sizes made and
  * the sizes asked for agree), for DeepSeek-V3 (45,395 tensors) at 3 ranks
  * padded, tensor and unpadded (no order: none made); and it decodes the
- * plan the whole-message decoder does. */
+ * plan the whole-message decoder does.  A plan of two buffers frees them
+ * as soon as its header is in. */
 START_TEST(test_rx_warm)
 {
   static const dbuf_layout_kind_t kinds[] = {DBUF_LAYOUT_PADDED, DBUF_LAYOUT_TENSOR,
@@ -1537,6 +1538,21 @@ START_TEST(test_rx_warm)
     dbuf_plan_destroy(p);
   }
   dbuf_tensors_destroy(t);
+  /* A plan of two buffers: the blocks go once its header is in. */
+  dbuf_plan_t *two = seed_plan();
+  void *m;
+  int64_t len;
+  ck_assert_int_eq(dbuf_wire_plan_encode(two, &m, &len, NULL), 0);
+  ck_assert_int_eq(dbuf__wire_rx_warm(1000, 20000, 1, 2, DBUF_LAYOUT_PADDED), 0);
+  dbuf__wire_rx_t *rx = NULL;
+  ck_assert_int_eq(dbuf__wire_rx_create(len, &rx), 0);
+  dbuf__wire_rx_feed(rx, m, DBUF_WIRE_PLAN_HEADER_BYTES - 1);
+  ck_assert_int_eq(dbuf__warm_count(), 8);
+  dbuf__wire_rx_feed(rx, m, DBUF_WIRE_PLAN_HEADER_BYTES);
+  ck_assert_int_eq(dbuf__warm_count(), 0);
+  dbuf__wire_rx_destroy(rx);
+  free(m);
+  dbuf_plan_destroy(two);
 }
 END_TEST
 

@@ -213,21 +213,27 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * \brief Tell the other ranks, while rank 0 still plans, how large the plan
  * it is about to share will be, so that they make room for it meanwhile.
  *
- * Rank 0 only, once it holds the tensor list it plans (tensors) and knows
- * the layout kind, at most once before its next dbuf_comm_share_plan() or
- * dbuf_comm_bcast_plan(), with no other collective on ctx in between.  The
- * other ranks call nothing: that broadcast receives the announcement first
- * (and rank 0 sends an empty one when it did not call this).  A receiver
- * faults in, while it would otherwise wait, the memory its decode of a
- * plan of one buffer of that list will take (zeroed, the message's records
- * and offsets, the list's arrays and names, the duplicate check's table,
- * the layout's offsets and order); what the decode does not take is freed
- * after it.  Only a hint: a plan of other tensors or of several buffers is
- * received as without it; numbers no plan has, or no memory, make nothing.
- * The cost is none for rank 0 (a 48-byte broadcast); a receiver's peak is
- * at most the unpadded layout's unused order (8 bytes a tensor) higher.
+ * Called by rank 0 only, once it holds the tensor list it plans (tensors)
+ * and knows the layout kind, at most once before its next
+ * dbuf_comm_share_plan() or dbuf_comm_bcast_plan().  It is the first step
+ * of that broadcast, which every other rank has entered (or will): they
+ * call nothing else, and rank 0 makes no other collective call on ctx in
+ * between; without it the broadcast makes the step itself, with nothing to
+ * announce.  Like the argument agreement of every call, the step is one
+ * reduction of the same length, waited for without holding a core (the
+ * other ranks sleep while rank 0 plans), and ranks in different calls all
+ * fail with DBUF_EMISMATCH.  A receiver then faults in, while rank 0 still
+ * plans, the memory its decode of a plan of one buffer of that list will
+ * take (zeroed: the message's records and offsets, the list's arrays and
+ * names, the duplicate check's table, the layout's offsets and order); what
+ * the decode does not take is freed after it.  Only a hint: a plan of other
+ * tensors or of several buffers is received as without it; numbers no plan
+ * has, or no memory, make nothing.  A receiver's peak stays about as it
+ * was (what is faulted in is what its decode takes; at 1M tensors 107 ->
+ * 108 bytes a tensor): a plan of several buffers has the blocks freed as
+ * soon as its header arrives.
  * \return 0; DBUF_EINVAL on a rank other than 0, with a NULL argument or
- *         announced already (nothing sent); DBUF_EMPI
+ *         announced already (nothing done); DBUF_EMISMATCH, DBUF_EMPI
  */
 DBUF_EXPORT int dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
                                         dbuf_layout_kind_t kind);

@@ -122,6 +122,33 @@ dbuf__comm_check_args(dbuf_comm_t *ctx, int local_ok, int n, const int64_t *glob
   return 0;
 }
 
+int
+dbuf__comm_root_values(dbuf_comm_t *ctx, int64_t tag, int n, int64_t *v)
+{
+  int64_t w[2 * (1 + DBUF__ARGS_MAX)];
+  const int m = DBUF__ARGS_MAX;
+  if (n < 0 || n > m - 1)
+    return DBUF_EINVAL; /* a bug of the caller inside this library */
+  /* The shape of dbuf__comm_check_args(): every rank's check passed, then
+   * the tag (compared), then rank 0's values (the others give the largest,
+   * so the minimum is rank 0's), then zeros (compared). */
+  w[0] = INT64_MAX;
+  w[1] = tag;
+  for (int i = 0; i < m - 1; i++)
+    w[2 + i] = i >= n ? 0 : ctx->rank == 0 ? v[i] : INT64_MAX;
+  int rc = min_max(ctx, w, 1 + m);
+  if (rc != 0)
+    return rc;
+  if (w[0] != INT64_MAX || w[1] != w[1 + m + 1])
+    return DBUF_EMISMATCH; /* the ranks are in different calls */
+  for (int i = n; i < m - 1; i++)
+    if (w[2 + i] != w[1 + m + 2 + i])
+      return DBUF_EMISMATCH;
+  for (int i = 0; i < n; i++)
+    v[i] = w[2 + i];
+  return 0;
+}
+
 /* NULL ("not given") and "" must differ: they are seeded apart. */
 static int64_t
 value_hash(const char *s)

@@ -48,6 +48,16 @@ int dbuf__comm_allreduce_i64(dbuf_comm_t *ctx, int64_t *buf, int64_t count, MPI_
 int dbuf__comm_check_args(dbuf_comm_t *ctx, int local_ok, int n, const int64_t *global,
                           const char *const *names, char *msg, size_t msg_len);
 
+/*
+ * Rank 0's values v[0..n) (n < DBUF__ARGS_MAX) to every rank, in the shape
+ * of an argument agreement (the same reduction, waited for without holding
+ * a core): the other ranks' v is ignored and overwritten; tag, the same on
+ * every rank, tells the step from other calls.  0, DBUF_EMISMATCH (the
+ * ranks are in different calls: v untouched) or DBUF_EMPI -- the same on
+ * every rank.
+ */
+int dbuf__comm_root_values(dbuf_comm_t *ctx, int64_t tag, int n, int64_t *v);
+
 /* One problem found by a verification, ranked by level (1 most important). */
 typedef struct {
   int level;      /* 0: none */

@@ -329,32 +329,32 @@ typedef struct {
   void (*destroy)(void *);
 } codec_t;
 
-/* The announcement of a plan broadcast (dbuf_comm_announce_plan()): a
- * magic word, then the list's tensors, name bytes (NULs included),
- * distinct shapes and their dims, and the layout kind. */
-#define ANNOUNCE_MAGIC INT64_C(0x314e4e4146554244) /* "DBUFANN1" */
-enum { ANNOUNCE_WORDS = 6 };
+/* The announcement of a plan broadcast (dbuf_comm_announce_plan()), after
+ * its tag: the list's tensors (0: nothing announced), name bytes (NULs
+ * included), distinct shapes and their dims, and the layout kind. */
+#define ANNOUNCE_TAG INT64_C(0x314e4e4146554244) /* "DBUFANN1" */
+enum { ANNOUNCE_WORDS = 5 };
 
-/* Rank 0: what announces t's plan (all zero: nothing announced). */
+/* Rank 0: what announces t's plan (all zero: nothing). */
 static void
 announce_of(const dbuf_tensors_t *t, dbuf_layout_kind_t kind, int64_t a[ANNOUNCE_WORDS])
 {
   memset(a, 0, ANNOUNCE_WORDS * sizeof *a);
-  if (t == NULL || dbuf_tensors_count(t) < 1)
+  if (t == NULL)
     return;
-  a[0] = ANNOUNCE_MAGIC;
-  a[1] = dbuf_tensors_count(t);
-  a[2] = dbuf__tensors_name_bytes(t);
-  a[3] = dbuf__tensors_nshapes(t);
-  a[4] = dbuf__tensors_ndims(t);
-  a[5] = kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_COMPACT ? (int64_t)kind : 0;
+  a[0] = dbuf_tensors_count(t);
+  a[1] = dbuf__tensors_name_bytes(t);
+  a[2] = dbuf__tensors_nshapes(t);
+  a[3] = dbuf__tensors_ndims(t);
+  a[4] = kind >= DBUF_LAYOUT_PADDED && kind <= DBUF_LAYOUT_COMPACT ? (int64_t)kind : 0;
 }
 
-/* The first step of a plan broadcast: rank 0 sends an empty announcement
- * unless it announced the plan already; every other rank receives it and
- * faults in, while rank 0 is still busy, the memory its decode will take
- * (warm blocks, given back by bcast_object() after the decode).  A hint
- * only: numbers no plan has, or no memory, make nothing. */
+/* The first step of a plan broadcast: rank 0's announcement reaches every
+ * rank (an empty one unless rank 0 announced the plan already), waited for
+ * without holding a core while rank 0 plans; every other rank then faults
+ * in, while rank 0 still plans, the memory its decode will take (warm
+ * blocks, given back by bcast_object() after the decode).  A hint: numbers
+ * no plan has, or no memory, make nothing.  0 or the agreed code. */
 static int
 announce_step(dbuf_comm_t *ctx)
 {
@@ -364,11 +364,10 @@ announce_step(dbuf_comm_t *ctx)
     return 0;
   }
   memset(a, 0, sizeof a);
-  if (MPI_Bcast(a, ANNOUNCE_WORDS, MPI_INT64_T, 0, ctx->comm) != MPI_SUCCESS)
-    return DBUF_EMPI;
-  if (ctx->rank != 0 && a[0] == ANNOUNCE_MAGIC && a[5] >= 0 && a[5] <= DBUF_LAYOUT_COMPACT)
-    (void)dbuf__wire_rx_warm(a[1], a[2], a[3], a[4], (int)a[5]); /* none held on failure */
-  return 0;
+  int rc = dbuf__comm_root_values(ctx, ANNOUNCE_TAG, ANNOUNCE_WORDS, a);
+  if (rc == 0 && ctx->rank != 0 && a[0] > 0 && a[4] >= 0 && a[4] <= DBUF_LAYOUT_COMPACT)
+    (void)dbuf__wire_rx_warm(a[0], a[1], a[2], a[3], (int)a[4]); /* none held on failure */
+  return rc;
 }
 
 int
@@ -379,9 +378,8 @@ dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
   if (ctx == NULL || tensors == NULL || ctx->rank != 0 || ctx->announced)
     return DBUF_EINVAL;
   announce_of(tensors, kind, a);
-  ctx->announced = 1; /* sent or not, the plan broadcast sends no other */
-  return MPI_Bcast(a, ANNOUNCE_WORDS, MPI_INT64_T, 0, ctx->comm) == MPI_SUCCESS ? 0
-                                                                                 : DBUF_EMPI;
+  ctx->announced = 1; /* done or failed, the plan broadcast makes no other */
+  return dbuf__comm_root_values(ctx, ANNOUNCE_TAG, ANNOUNCE_WORDS, a);
 }
 
 /* Broadcast obj's message; every rank that holds the message decodes it,

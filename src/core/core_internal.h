@@ -334,7 +334,8 @@ DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
  * nshapes distinct shapes of ndims dims together, and its layouts are of
  * kind (0 unknown).  Sized exactly for a plan of one buffer (the message
  * within a range: at least its records and offsets, at most every byte of
- * every name and a margin); a plan of more buffers takes fewer of them.
+ * every name and a margin); a receiver's decoder (dbuf__wire_rx_feed())
+ * frees them once the message's header says it has more buffers.
  * The numbers come from another rank: each is checked, every sum and
  * product too; nothing is made of numbers no plan has.  0 (blocks held by
  * the calling thread), DBUF_EINVAL, DBUF_EOVERFLOW or DBUF_ENOMEM (then

@@ -1532,10 +1532,13 @@ dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64_t have)
   if (rx->nb < 0) {
     if (have < DBUF_WIRE_PLAN_HEADER_BYTES)
       return;
-    if (rx_header(rx, q) != 0) {
-      rx->off = 1;
+    rx->off = rx_header(rx, q) != 0;
+    /* Warm blocks are sized for one buffer: a plan of more (or a message
+     * that looks wrong) would only hold them while it allocates its own. */
+    if (rx->off || rx->nb != 1)
+      dbuf__warm_release();
+    if (rx->off)
       return;
-    }
   }
   for (;;) {
     /* The layouts whose bytes are coming, oldest first. */
