@@ -391,13 +391,21 @@ START_TEST(test_announce_plan)
   ALL_INT_EQ(dbuf_comm_announce_plan(NULL, t, DBUF_LAYOUT_PADDED), DBUF_EINVAL);
   /* Rank 0's announcement meets the others' plan broadcast: no other
    * collective (these assertions are) between the two. */
+  int64_t made0, taken0, made1, taken1;
+  dbuf__warm_stats(&made0, &taken0);
   int ann = dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED);
   int again = rank == 0 ? dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED) : DBUF_EINVAL;
   p = rank == 0 ? mine : NULL;
   int rc = dbuf_comm_share_plan(c, 0, NULL, &p, size, &dig, &d);
+  dbuf__warm_stats(&made1, &taken1);
   ALL_INT_EQ(ann, rank == 0 ? 0 : DBUF_EINVAL);
   ALL_INT_EQ(again, DBUF_EINVAL);
   ALL_INT_EQ(rc, 0);
+  /* The receivers made the blocks and their decode took them (all, or all
+   * but the order's when the layout's offsets rise): the announcement's
+   * numbers are the list's, in their places; rank 0 made none. */
+  ALL_INT_EQ(made1 - made0, rank == 0 ? 0 : 8);
+  ALL_TRUE(rank == 0 ? taken1 == taken0 : taken1 - taken0 >= 7);
   ALL_TRUE(rank == 0 ? p == mine : p != NULL);
   ALL_U64_EQ(dig, whole);
   ALL_INT_EQ(dbuf__warm_count(), 0);

@@ -1469,6 +1469,10 @@ START_TEST(test_warm_blocks)
                             {10, 20, 1, -1, 0},
                             {10, 20, 1, 1, -1},
                             {10, 20, 1, 1, DBUF_LAYOUT_COMPACT + 1},
+                            {10, 20, 2, 1, 0},
+                            {10, 20, 1, DBUF_MAX_DIMS + 1, 0},
+                            {10, 10 * 4096 + 1, 1, 1, 0},
+                            {INT64_C(1) << 31, INT64_C(1) << 33, 1, 1, 0},
                             {(int64_t)UINT32_MAX + 1, INT64_MAX, 1, 1, 0}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_int_eq(dbuf__wire_rx_warm(bad[i][0], bad[i][1], bad[i][2], bad[i][3],
@@ -1476,7 +1480,18 @@ START_TEST(test_warm_blocks)
                      DBUF_EINVAL);
     ck_assert_int_eq(dbuf__warm_count(), 0);
   }
-  ck_assert_int_eq(dbuf__wire_rx_warm(UINT32_MAX, INT64_MAX - 10, 1, 1, 0), DBUF_EOVERFLOW);
+  /* The largest numbers a plan may have make blocks of that size. */
+  int64_t made0, taken0, made1, taken1;
+  dbuf__warm_stats(&made0, &taken0);
+  ck_assert_int_eq(dbuf__wire_rx_warm(3, 3 * 4096, 2, 2 * DBUF_MAX_DIMS, DBUF_LAYOUT_UNPADDED),
+                   0);
+  ck_assert_int_eq(dbuf__warm_count(), 7);
+  void *names = dbuf__mallocn(3 * 4096, 1);
+  dbuf__warm_stats(&made1, &taken1);
+  ck_assert_int_eq(made1 - made0, 7);
+  ck_assert_int_eq(taken1 - taken0, 1);
+  free(names);
+  dbuf__warm_release();
   ck_assert_int_eq(dbuf__warm_count(), 0);
 }
 END_TEST

@@ -198,7 +198,8 @@ DBUF_EXPORT int dbuf_comm_bcast_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * the call writes to rank 0's plan, which no other thread may use
  * meanwhile.  Rank 0's plan keeps what the wire does not carry (model ids,
  * per-tensor dtypes); the other ranks' plans have none, as with
- * dbuf_comm_bcast_plan().
+ * dbuf_comm_bcast_plan().  Both plan broadcasts begin with rank 0's
+ * announcement (dbuf_comm_announce_plan(), or an empty one they make).
  * \param[in,out] plan  rank 0: in, its plan when root_rc == 0 (still the
  *                      caller's, on failure too); every other rank: out,
  *                      a new plan on success (dbuf_plan_destroy()), NULL
@@ -222,18 +223,20 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * announce.  Like the argument agreement of every call, the step is one
  * reduction of the same length, waited for without holding a core (the
  * other ranks sleep while rank 0 plans), and ranks in different calls all
- * fail with DBUF_EMISMATCH.  A receiver then faults in, while rank 0 still
- * plans, the memory its decode of a plan of one buffer of that list will
- * take (zeroed: the message's records and offsets, the list's arrays and
- * names, the duplicate check's table, the layout's offsets and order); what
- * the decode does not take is freed after it.  Only a hint: a plan of other
- * tensors or of several buffers is received as without it; numbers no plan
- * has, or no memory, make nothing.  A receiver's peak stays about as it
- * was (what is faulted in is what its decode takes; at 1M tensors 107 ->
- * 108 bytes a tensor): a plan of several buffers has the blocks freed as
- * soon as its header arrives.
+ * fail with DBUF_EMISMATCH.  A receiver then faults in, while rank 0
+ * still plans, the memory its decode of a plan of one buffer of that list
+ * will take (zeroed: the message's records and offsets, the list's arrays
+ * and names, the duplicate check's table, the layout's offsets and order);
+ * what the decode does not take is freed after it.  Only a hint: a plan of
+ * other tensors is received as without it, and one of several buffers
+ * takes none of that memory (it is freed as soon as the message's header
+ * arrives: announce only plans of one buffer); numbers no plan has, or no
+ * memory, make nothing.  A receiver's peak stays about as it was (what is
+ * faulted in is what its decode takes; at 1M tensors 107 -> 108 bytes a
+ * tensor).
  * \return 0; DBUF_EINVAL on a rank other than 0, with a NULL argument or
- *         announced already (nothing done); DBUF_EMISMATCH, DBUF_EMPI
+ *         announced already (nothing done); DBUF_EMISMATCH, DBUF_EMPI (then
+ *         nothing counts as announced: the broadcast makes its own step)
  */
 DBUF_EXPORT int dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
                                         dbuf_layout_kind_t kind);

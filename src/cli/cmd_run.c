@@ -721,9 +721,10 @@ plan_on_root(run_t *r)
                                 r->o.plan.dtype_set, &r->planned, &r->probs, &r->in_digest);
   }
   rc = cli_load_tensors(&r->o.plan, &r->t, &r->in_digest, r->what, sizeof r->what);
-  /* The other ranks make room for the plan while it is built (a hint: the
-   * broadcast sends an empty one if this did not go out). */
-  if (rc == 0)
+  /* The other ranks make room for the plan while it is built: for one
+   * buffer, what --units none gives unless the dtypes differ (a hint: the
+   * broadcast makes an empty announcement if this did not go out). */
+  if (rc == 0 && (r->o.plan.units == NULL || strcmp(r->o.plan.units, "none") == 0))
     (void)dbuf_comm_announce_plan(r->ctx, r->t, r->o.plan.params.kind);
   if (rc == 0)
     rc = cli_build_plan(&r->o.plan, r->t, r->what, &r->planned);

@@ -378,8 +378,9 @@ dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
   if (ctx == NULL || tensors == NULL || ctx->rank != 0 || ctx->announced)
     return DBUF_EINVAL;
   announce_of(tensors, kind, a);
-  ctx->announced = 1; /* done or failed, the plan broadcast makes no other */
-  return dbuf__comm_root_values(ctx, ANNOUNCE_TAG, ANNOUNCE_WORDS, a);
+  int rc = dbuf__comm_root_values(ctx, ANNOUNCE_TAG, ANNOUNCE_WORDS, a);
+  ctx->announced = rc == 0; /* failed: the broadcast makes the step itself */
+  return rc;
 }
 
 /* Broadcast obj's message; every rank that holds the message decodes it,

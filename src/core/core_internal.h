@@ -246,12 +246,16 @@ void *dbuf__reallocn(void *p, int64_t n, size_t sz);
  * dbuf__mallocn(), dbuf__calloc() or dbuf__reallocn(NULL, ...) of this
  * thread for lo to hi bytes takes it (a block of exactly the size first)
  * and frees it as usual.  dbuf__warm_release() frees the blocks not taken,
- * dbuf__warm_count() counts them.  0, DBUF_EINVAL or DBUF_ENOMEM (also
- * with DBUF__WARM_BLOCKS held). */
+ * dbuf__warm_count() counts them, dbuf__warm_stats() counts the blocks this
+ * thread made and had taken so far (tests).  0, DBUF_EINVAL or DBUF_ENOMEM
+ * (also with DBUF__WARM_BLOCKS held, and when the kernel cannot fault the
+ * block in: it is not touched page by page then, which would only move the
+ * failure to the out-of-memory killer). */
 #define DBUF__WARM_BLOCKS 8
 DBUF__SHARED int dbuf__warm_add(int64_t lo, int64_t hi);
 DBUF__SHARED void dbuf__warm_release(void);
 DBUF__SHARED int dbuf__warm_count(void);
+DBUF__SHARED void dbuf__warm_stats(int64_t *made, int64_t *taken);
 /* A malloc'd copy of n elements of size sz (NULL on failure). */
 void *dbuf__memdup(const void *src, int64_t n, size_t sz);
 
@@ -337,9 +341,11 @@ DBUF__SHARED void dbuf__wire_rx_destroy(dbuf__wire_rx_t *rx);
  * every name and a margin); a receiver's decoder (dbuf__wire_rx_feed())
  * frees them once the message's header says it has more buffers.
  * The numbers come from another rank: each is checked, every sum and
- * product too; nothing is made of numbers no plan has.  0 (blocks held by
- * the calling thread), DBUF_EINVAL, DBUF_EOVERFLOW or DBUF_ENOMEM (then
- * none held). */
+ * product too; nothing is made of numbers no plan has (n from 1 to 2^31 -
+ * 1, at least 2 name bytes a tensor, shapes from 1 to n, 1 to
+ * DBUF_MAX_DIMS dims a shape), nor for names of more than 4 KiB on
+ * average.  0 (blocks held by the calling thread), DBUF_EINVAL,
+ * DBUF_EOVERFLOW or DBUF_ENOMEM (then none held). */
 DBUF__SHARED int dbuf__wire_rx_warm(int64_t n, int64_t name_bytes, int64_t nshapes,
                                     int64_t ndims, int kind);
 /* How many layouts' tensor lists, built ahead, a decode took (tests). */

@@ -94,6 +94,7 @@ typedef struct {
 
 static _Thread_local warm_t warm[DBUF__WARM_BLOCKS];
 static _Thread_local int nwarm;
+static _Thread_local int64_t warm_made, warm_taken;
 
 /* A warm block for an allocation of len bytes, or NULL: one of exactly that
  * size first, else the smallest whose range holds it. */
@@ -113,6 +114,7 @@ warm_take(size_t len)
     return NULL;
   void *p = warm[best].p;
   warm[best] = warm[--nwarm];
+  warm_taken++;
   return p;
 }
 
@@ -132,11 +134,17 @@ dbuf__warm_add(int64_t lo, int64_t hi)
   uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = (uintptr_t)p + (size_t)lo;
   int done = e <= a;
 #ifdef MADV_POPULATE_WRITE
-  done = done || madvise((void *)a, e - a, MADV_POPULATE_WRITE) == 0; /* contents kept */
+  if (!done && madvise((void *)a, e - a, MADV_POPULATE_WRITE) == 0)
+    done = 1; /* contents kept */
+  else if (!done && errno != EINVAL) {
+    free(p); /* no memory (or a signal): fail here, not in the OOM killer */
+    return DBUF_ENOMEM;
+  }
 #endif
   for (volatile char *q = (volatile char *)p; !done && q < p + lo; q += page)
-    *q = 0; /* an old kernel: a zero written to each page, still zero */
+    *q = 0; /* a kernel without it: a zero written to each page, still zero */
   warm[nwarm++] = (warm_t){p, (size_t)lo, (size_t)hi};
+  warm_made++;
   return 0;
 }
 
@@ -151,6 +159,13 @@ int
 dbuf__warm_count(void)
 {
   return nwarm;
+}
+
+void
+dbuf__warm_stats(int64_t *made, int64_t *taken)
+{
+  *made = warm_made;
+  *taken = warm_taken;
 }
 
 void *
@@ -955,7 +970,8 @@ dbuf__tensors_add_front(dbuf_tensors_t *t, size_t pre, const char *suf, size_t s
   if ((int64_t)len + 1 > *scratch_cap) { /* doubling: a few reallocations in all */
     int64_t c = *scratch_cap ? *scratch_cap : 256;
     while (c < (int64_t)len + 1)
-      c *= 2; /* len < 2^33 */
+      if (dbuf__mul(c, 2, &c) != 0)
+        return dbuf__diag(diag, DBUF_EOVERFLOW, "name of %zu bytes", len);
     char *nb = dbuf__reallocn(*scratch, c, 1);
     if (nb == NULL)
       return dbuf__diag(diag, DBUF_ENOMEM, "out of memory");

@@ -1558,30 +1558,35 @@ dbuf__wire_rx_feed(dbuf__wire_rx_t *rx, const void *msg, int64_t have)
   }
 }
 
+/* Names of more than this many bytes on average (NUL included) are not
+ * worth faulting in ahead: numbers a receiver takes as no plan's. */
+#define WARM_NAME_MAX 4096
+
 int
 dbuf__wire_rx_warm(int64_t n, int64_t name_bytes, int64_t nshapes, int64_t ndims, int kind)
 {
-  int64_t rec, lo, hi, b[DBUF__WARM_BLOCKS][2];
+  int64_t rec, lo, hi, four, eight, most, b[DBUF__WARM_BLOCKS][2];
   int k = 0, rc = 0;
   /* What a list of n tensors has: a name of a byte or more and a NUL each,
-   * one to n shapes; what a message can carry: fewer than 2^32 tensors. */
-  if (n < 1 || n > (int64_t)UINT32_MAX || name_bytes < 2 * n || nshapes < 1 ||
-      nshapes > n || ndims < 0 || kind < 0 || kind > DBUF_LAYOUT_COMPACT)
+   * one to n shapes of 1 to DBUF_MAX_DIMS dims; what a message carries:
+   * fewer than 2^32 tensors (and a list fewer than 2^31). */
+  int64_t dup = n >= 1 && n <= (int64_t)UINT32_MAX ? dbuf__strmap_check_bytes(n) : -1;
+  if (dup < 0 || name_bytes < 2 * n || dbuf__mul(n, WARM_NAME_MAX, &most) ||
+      name_bytes > most || nshapes < 1 || nshapes > n || ndims < nshapes ||
+      ndims > DBUF_MAX_DIMS * nshapes || kind < 0 || kind > DBUF_LAYOUT_COMPACT)
     return DBUF_EINVAL;
   /* The message: its records and offsets at least (faulted in), at most
    * every name byte unshared, the owners, the shapes and a margin. */
-  int64_t sh4, dim8, dup = dbuf__strmap_check_bytes(n);
-  if (dbuf__mul(n, RECORD_BYTES + 8, &rec) || dbuf__mul(nshapes, 4, &sh4) ||
-      dbuf__mul(ndims, 8, &dim8) || dbuf__add(rec, 4 * n, &hi) ||
-      dbuf__add(hi, name_bytes, &hi) || dbuf__add(hi, sh4, &hi) || dbuf__add(hi, dim8, &hi) ||
-      dbuf__add(hi, (int64_t)1 << 20, &hi) || dup < 0)
-    return DBUF_EOVERFLOW; /* 4 n and 8 n: n < 2^32 */
+  if (dbuf__mul(n, RECORD_BYTES + 8, &rec) || dbuf__mul(n, 4, &four) ||
+      dbuf__mul(n, 8, &eight) || dbuf__add(rec, four, &hi) || dbuf__add(hi, name_bytes, &hi) ||
+      dbuf__add(hi, 4 * nshapes + 8 * ndims, &hi) || dbuf__add(hi, (int64_t)1 << 20, &hi))
+    return DBUF_EOVERFLOW; /* nshapes <= n < 2^32, ndims <= 16 nshapes: no overflow there */
   lo = rec;
   b[k][0] = lo, b[k++][1] = hi;
   /* The tensor list (dbuf__tensors_bulk_begin(), tx_begin()): shape ids,
    * dtypes, name offsets, the names; the duplicate check's table; the
    * layout's offsets and, but for the unpadded kind, its order. */
-  const int64_t list[] = {4 * n, n, 4 * n, name_bytes, dup, 8 * n, 8 * n};
+  const int64_t list[] = {four, n, four, name_bytes, dup, eight, eight};
   const int nlist = kind == DBUF_LAYOUT_UNPADDED ? 6 : 7;
   for (int i = 0; i < nlist; i++)
     b[k][0] = b[k][1] = list[i], k++;
