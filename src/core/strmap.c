@@ -147,22 +147,6 @@ fill_index(const dbuf__strmap_t *m, int64_t nslots, int check, uint32_t **out, i
   return 0;
 }
 
-int
-dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count)
-{
-  int64_t twice;
-  int rc;
-  memset(c, 0, sizeof *c);
-  if (count < 0 || count > MAX_KEYS)
-    return DBUF_EOVERFLOW;
-  if ((rc = dbuf__mul(count, 2, &twice)) != 0 || (rc = grown(0, twice, 32, &c->nslots)) != 0)
-    return rc;
-  if ((c->slots = dbuf__calloc(c->nslots, sizeof *c->slots)) == NULL)
-    return DBUF_ENOMEM;
-  c->count = count;
-  return 0;
-}
-
 int64_t
 dbuf__strmap_check_bytes(int64_t count)
 {
@@ -171,6 +155,20 @@ dbuf__strmap_check_bytes(int64_t count)
       grown(0, twice, 32, &nslots) != 0)
     return -1;
   return nslots * (int64_t)sizeof(uint32_t); /* nslots <= 2^33 */
+}
+
+int
+dbuf__strmap_check_begin(dbuf__strmap_check_t *c, int64_t count)
+{
+  int64_t bytes = dbuf__strmap_check_bytes(count);
+  memset(c, 0, sizeof *c);
+  if (bytes < 0)
+    return DBUF_EOVERFLOW;
+  c->nslots = bytes / (int64_t)sizeof *c->slots;
+  if ((c->slots = dbuf__calloc(c->nslots, sizeof *c->slots)) == NULL)
+    return DBUF_ENOMEM;
+  c->count = count;
+  return 0;
 }
 
 void

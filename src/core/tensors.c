@@ -608,9 +608,6 @@ utf8_len(const unsigned char *p)
   return n;
 }
 
-/* Names are UTF-8 (they are written into JSON, which cannot hold other
- * bytes) without spaces or control characters.  Most names are printable
- * ASCII, which one branch-free pass proves. */
 /* All of p[0, n) printable ASCII ('!' to '~'), 8 bytes a step: a high
  * bit where a byte is below '!' (0x21) or above '~' (0x7e), the "has less"
  * and "has more" word tests. */
@@ -635,6 +632,9 @@ ascii_graph(const unsigned char *p, size_t n)
   return !bad;
 }
 
+/* Names are UTF-8 (they are written into JSON, which cannot hold other
+ * bytes) without spaces or control characters.  Most names are printable
+ * ASCII, which one branch-free pass proves. */
 static int
 name_ok(const char *name, size_t len)
 {
