@@ -443,6 +443,30 @@ START_TEST(test_announce_plan)
                  : dbuf_comm_bcast_layout(c, 0, NULL, NULL, size, &gotl, NULL, &d);
   ALL_INT_EQ(rc, size == 1 ? 0 : DBUF_EMISMATCH);
   ALL_TRUE(gotl == NULL);
+  /* ... and by a layout broadcast with a bad argument there: every rank
+   * returns DBUF_EINVAL, as a call whose arguments are refused does. */
+  if (size == 1)
+    dbuf_comm_destroy(c), c = world(); /* np 1: the announcements went through */
+  rc = rank == 0 ? dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED)
+                 : dbuf_comm_bcast_layout(c, 0, NULL, NULL, size, NULL, NULL, &d);
+  ALL_INT_EQ(rc, size == 1 ? 0 : DBUF_EINVAL);
+  /* Announced, then rank 0 broadcasts a layout while the others receive a
+   * plan (a caller's slip): all fail alike, and the next plan broadcast
+   * still makes its announcement step on every rank. */
+  if (size == 1)
+    dbuf_comm_destroy(c), c = world();
+  ann = rank == 0 ? dbuf_comm_announce_plan(c, t, DBUF_LAYOUT_PADDED) : 0;
+  p = NULL;
+  rc = rank == 0 ? dbuf_comm_bcast_layout(c, 0, NULL, l, size, &gotl, NULL, &d)
+                 : dbuf_comm_share_plan(c, 0, NULL, &p, size, NULL, &d);
+  ALL_INT_EQ(ann, 0);
+  ALL_INT_EQ(rc, size == 1 ? 0 : DBUF_EFORMAT);
+  dbuf_layout_destroy(gotl);
+  gotl = NULL;
+  p = rank == 0 ? mine : NULL;
+  ALL_INT_EQ(dbuf_comm_share_plan(c, 0, NULL, &p, size, NULL, &d), 0);
+  if (rank != 0)
+    dbuf_plan_destroy(p);
   dbuf_plan_destroy(mine);
   dbuf_comm_destroy(c);
 }

@@ -220,10 +220,13 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * of that broadcast, which every other rank has entered (or will): they
  * call nothing else, and rank 0 makes no other collective call on ctx in
  * between; without it the broadcast makes the step itself, with nothing to
- * announce.  Like the argument agreement of every call, the step is one
- * reduction of the same length, waited for without holding a core (the
- * other ranks sleep while rank 0 plans), and ranks in different calls all
- * fail with DBUF_EMISMATCH.  A receiver then faults in, while rank 0
+ * announce.  Like the argument agreement that begins most calls, the step
+ * is one reduction of the same length, waited for without holding a core
+ * (the other ranks sleep while rank 0 plans): against such a call instead
+ * of a plan broadcast every rank fails (DBUF_EMISMATCH, or DBUF_EINVAL
+ * where a rank's own arguments were bad) rather than wait; against a call
+ * that begins otherwise (dbuf_comm_agree() and the like) it waits, as any
+ * mismatched collective does.  A receiver then faults in, while rank 0
  * still plans, the memory its decode of a plan of one buffer of that list
  * will take (zeroed: the message's records and offsets, the list's arrays
  * and names, the duplicate check's table, the layout's offsets and order);
@@ -232,8 +235,9 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
  * takes none of that memory (it is freed as soon as the message's header
  * arrives: announce only plans of one buffer); numbers no plan has, or no
  * memory, make nothing.  A receiver's peak stays about as it was (what is
- * faulted in is what its decode takes; at 1M tensors 107 -> 108 bytes a
- * tensor).
+ * faulted in is what its decode takes, but for the order's 8 bytes a
+ * tensor when a layout's offsets happen to rise; at 1M tensors 107 -> 108
+ * bytes a tensor).
  * \return 0; DBUF_EINVAL on a rank other than 0, with a NULL argument or
  *         announced already (nothing done); DBUF_EMISMATCH, DBUF_EMPI (then
  *         nothing counts as announced: the broadcast makes its own step)

@@ -139,7 +139,9 @@ dbuf__comm_root_values(dbuf_comm_t *ctx, int64_t tag, int n, int64_t *v)
   int rc = min_max(ctx, w, 1 + m);
   if (rc != 0)
     return rc;
-  if (w[0] != INT64_MAX || w[1] != w[1 + m + 1])
+  if (w[0] != INT64_MAX)
+    return DBUF_EINVAL; /* a rank in another call failed its own check: its code */
+  if (w[1] != w[1 + m + 1])
     return DBUF_EMISMATCH; /* the ranks are in different calls */
   for (int i = n; i < m - 1; i++)
     if (w[2 + i] != w[1 + m + 2 + i])

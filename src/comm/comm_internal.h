@@ -52,9 +52,12 @@ int dbuf__comm_check_args(dbuf_comm_t *ctx, int local_ok, int n, const int64_t *
  * Rank 0's values v[0..n) (n < DBUF__ARGS_MAX) to every rank, in the shape
  * of an argument agreement (the same reduction, waited for without holding
  * a core): the other ranks' v is ignored and overwritten; tag, the same on
- * every rank, tells the step from other calls.  0, DBUF_EMISMATCH (the
- * ranks are in different calls: v untouched) or DBUF_EMPI -- the same on
- * every rank.
+ * every rank, tells the step from other calls.  0 (the same on every rank),
+ * or v untouched and: DBUF_EINVAL (a rank in a call of its own failed its
+ * argument check, as dbuf__comm_check_args() returns there), DBUF_EMISMATCH
+ * (the ranks are in different calls), DBUF_EMPI (this rank's).  Against a
+ * call that does not begin with an argument agreement (dbuf_comm_agree()
+ * and the like) it waits, as any mismatched collective does.
  */
 int dbuf__comm_root_values(dbuf_comm_t *ctx, int64_t tag, int n, int64_t *v);
 

@@ -397,6 +397,8 @@ bcast_object(dbuf_comm_t *ctx, int root_rc, const char *root_msg, const void *ob
   dbuf_diag_t local;
   const int own = ctx != NULL && ctx->rank == 0 && !c->copy;
   dbuf__wire_rx_t *rx = NULL;
+  if (ctx != NULL && !c->announce)
+    ctx->announced = 0; /* a caller's slip: the others' step was this call's */
   int rc = ctx != NULL && c->announce ? announce_step(ctx) : 0;
   if (rc == 0)
     rc = bcast_message(ctx, root_rc, root_msg, obj, what, c->send, c->recv, c->copy, !c->copy,

@@ -248,9 +248,10 @@ void *dbuf__reallocn(void *p, int64_t n, size_t sz);
  * and frees it as usual.  dbuf__warm_release() frees the blocks not taken,
  * dbuf__warm_count() counts them, dbuf__warm_stats() counts the blocks this
  * thread made and had taken so far (tests).  0, DBUF_EINVAL or DBUF_ENOMEM
- * (also with DBUF__WARM_BLOCKS held, and when the kernel cannot fault the
- * block in: it is not touched page by page then, which would only move the
- * failure to the out-of-memory killer). */
+ * (also with DBUF__WARM_BLOCKS held, and when MADV_POPULATE_WRITE fails
+ * other than for lack of support: the block is given up, not touched page
+ * by page; pages are touched one by one only where the kernel or the build
+ * lacks the call). */
 #define DBUF__WARM_BLOCKS 8
 DBUF__SHARED int dbuf__warm_add(int64_t lo, int64_t hi);
 DBUF__SHARED void dbuf__warm_release(void);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <xxhash.h>
 
@@ -130,7 +131,8 @@ dbuf__warm_add(int64_t lo, int64_t hi)
   char *p = advised(calloc(hi ? (size_t)hi : 1, 1), (size_t)hi);
   if (p == NULL)
     return DBUF_ENOMEM;
-  const uintptr_t page = 4096;
+  long ps = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
   uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = (uintptr_t)p + (size_t)lo;
   int done = e <= a;
 #ifdef MADV_POPULATE_WRITE
