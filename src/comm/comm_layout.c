@@ -335,13 +335,10 @@ typedef struct {
 #define ANNOUNCE_TAG INT64_C(0x314e4e4146554244) /* "DBUFANN1" */
 enum { ANNOUNCE_WORDS = 5 };
 
-/* Rank 0: what announces t's plan (all zero: nothing). */
+/* Rank 0: what announces t's plan. */
 static void
 announce_of(const dbuf_tensors_t *t, dbuf_layout_kind_t kind, int64_t a[ANNOUNCE_WORDS])
 {
-  memset(a, 0, ANNOUNCE_WORDS * sizeof *a);
-  if (t == NULL)
-    return;
   a[0] = dbuf_tensors_count(t);
   a[1] = dbuf__tensors_name_bytes(t);
   a[2] = dbuf__tensors_nshapes(t);
@@ -365,7 +362,7 @@ announce_step(dbuf_comm_t *ctx)
   }
   memset(a, 0, sizeof a);
   int rc = dbuf__comm_root_values(ctx, ANNOUNCE_TAG, ANNOUNCE_WORDS, a);
-  if (rc == 0 && ctx->rank != 0 && a[0] > 0 && a[4] >= 0 && a[4] <= DBUF_LAYOUT_COMPACT)
+  if (rc == 0 && ctx->rank != 0 && a[4] >= 0 && a[4] <= DBUF_LAYOUT_COMPACT) /* an int */
     (void)dbuf__wire_rx_warm(a[0], a[1], a[2], a[3], (int)a[4]); /* none held on failure */
   return rc;
 }

@@ -843,15 +843,21 @@ dbuf__tensors_bulk_begin(dbuf_tensors_t *t, int64_t n)
   return rc;
 }
 
+/* No index of its own, nor one a lookup built and shares: a bulk add
+ * would leave the name out of it. */
+static int
+unindexed(const dbuf_tensors_t *t)
+{
+  return t->names.nslots == 0 && atomic_load(&t->sh->index) == NULL;
+}
+
 /* What every bulk add checks first: arguments, an unindexed list, the name. */
 static int
 bulk_guard(const dbuf_tensors_t *t, const char *name, size_t len, dbuf_diag_t *diag)
 {
   if (t == NULL || name == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  /* an index of its own, or one a lookup built and shares: a bulk add
-   * would leave the name out of it */
-  if (t->names.nslots > 0 || atomic_load(&t->sh->index) != NULL)
+  if (!unindexed(t))
     return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: a bulk add to an indexed list", name);
   return name_ok(name, len) ? 0 : bad_name(t, name, diag);
 }
@@ -946,12 +952,11 @@ dbuf__tensors_add_front(dbuf_tensors_t *t, size_t pre, const char *suf, size_t s
    * ASCII after a prefix of the previous (checked) name that ends on a
    * character: then the name is good without reading its prefix again. */
   if (*sid >= 0 && *sid < t->nshapes && t->n < t->cap && m->count < m->cap &&
-      m->off32 != NULL && m->nslots == 0 && len > 0 &&
+      m->off32 != NULL && unindexed(t) && len > 0 &&
       (uint64_t)len < (uint64_t)(m->keys_cap - m->keys_len) &&
       (uint64_t)m->keys_len + len + 1 <= UINT32_MAX &&
       (pre == 0 || (unsigned char)prev[pre - 1] < 0x80) &&
-      ascii_graph((const unsigned char *)suf, suflen) && atomic_load(&t->sh->refs) == 1 &&
-      atomic_load(&t->sh->index) == NULL) {
+      ascii_graph((const unsigned char *)suf, suflen) && atomic_load(&t->sh->refs) == 1) {
     char *key = m->keys + m->keys_len; /* prev ends before it: no overlap */
     memcpy(key, prev, pre);
     memcpy(key + pre, suf, suflen);

@@ -779,7 +779,7 @@ typedef struct {
   dbuf_tensors_t *t;
   int64_t *sid;           /* the list's id of each message shape, once used */
   char *name;             /* scratch for a name added whole (dbuf__tensors_add_front) */
-  int64_t cap, len;
+  int64_t cap;
   int64_t i;              /* the next record */
   int64_t npos, nend;     /* in the names section */
   int64_t nul, scanned;   /* the first NUL byte of the names at or past npos
@@ -856,12 +856,14 @@ tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *dia
     uint32_t sh = get_u32(r), pre = get_u32(r + 4), suf = get_u32(r + 8), fl = get_u32(r + 12);
     int64_t i = x->i;
     dbuf_diag_t d;
-    if (sh >= m->nshapes || fl != 0 || pre > x->len || (int64_t)suf > nend - x->npos ||
+    size_t plen; /* the previous name: the list's last */
+    const char *prev = dbuf__tensors_last_name(x->t, &plen);
+    if (sh >= m->nshapes || fl != 0 || pre > plen || (int64_t)suf > nend - x->npos ||
         (int64_t)pre + suf < 1)
       return dbuf__diag(diag, DBUF_EFORMAT, "wire: tensor %lld: %s", (long long)i,
                         sh >= m->nshapes ? "shape index out of the table"
                         : fl != 0        ? "unknown flags"
-                        : pre > x->len   ? "name prefix longer than the previous name"
+                        : pre > plen     ? "name prefix longer than the previous name"
                         : (int64_t)suf > nend - x->npos ? "name runs past the names section"
                                                         : "empty name");
     if ((int64_t)suf > upto - x->npos)
@@ -871,8 +873,6 @@ tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *dia
                         (long long)i);
     /* The encoder shares all it can with the previous name, and numbers
      * the shapes as they first appear. */
-    size_t plen;
-    const char *prev = dbuf__tensors_last_name(x->t, &plen);
     if ((pre < plen && suf > 0 && (uint8_t)prev[pre] == p[x->npos]) || sh > x->next_shape)
       x->canonical = 0;
     x->next_shape += sh == x->next_shape;
@@ -886,7 +886,6 @@ tx_run(const uint8_t *p, const msg_t *m, tx_t *x, int64_t upto, dbuf_diag_t *dia
     if ((rc = dbuf__tensors_add_front(x->t, pre, (const char *)p + x->npos, suf, (int)shape[0],
                                       shape + 1, &x->sid[sh], &x->name, &x->cap, &d)) != 0)
       return dbuf__diag(diag, rc, "wire: %s", d.msg);
-    x->len = len;
     x->npos += suf;
   }
   return 0;
