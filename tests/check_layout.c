@@ -1740,6 +1740,87 @@ START_TEST(test_order_identity)
 }
 END_TEST
 
+/* The tensor and compact builders hand their own order to the layout (the
+ * ids counted out by owner; the ids as placed), whose ties they leave in
+ * any order: empty tensors sit where the next tensor starts, across an
+ * owner's end (tensor) and at 0 (compact).  Against (offset, id) sorted
+ * here by qsort, on random lists with empty tensors.  And
+ * dbuf__order_settle() itself: ties put in id order, an order that does
+ * not rise refused and left as it was. */
+static const int64_t *order_off;
+
+static int
+cmp_off_id(const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  if (order_off[x] != order_off[y])
+    return order_off[x] < order_off[y] ? -1 : 1;
+  return (x > y) - (x < y);
+}
+
+START_TEST(test_builder_order)
+{
+  test_rng_state = 0x51f15e5d2c6e0b3bULL;
+  int64_t ties = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    dbuf_tensors_t *t;
+    int64_t n = 1 + (int64_t)(test_rng() % 200);
+    ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t dims[2] = {test_rng() % 3 == 0 ? 0 : 1 + (int64_t)(test_rng() % 9),
+                         1 + (int64_t)(test_rng() % 4)};
+      char name[24];
+      snprintf(name, sizeof name, "t%lld", (long long)i);
+      ck_assert_int_eq(dbuf_tensors_add(t, name, 2, dims, NULL), 0);
+    }
+    int *own = malloc((size_t)n * sizeof *own);
+    int64_t *want = malloc((size_t)n * sizeof *want);
+    for (int c = 0; c < 3; c++) {
+      dbuf_layout_params_t p;
+      dbuf_layout_t *l;
+      dbuf_diag_t d;
+      dbuf_layout_params_init(&p);
+      p.kind = c < 2 ? DBUF_LAYOUT_TENSOR : DBUF_LAYOUT_COMPACT;
+      p.nranks = 1 + (int)(test_rng() % 6);
+      p.auto_owners = c == 0;
+      if (c == 1) { /* owners given: runs of one owner, empty tensors between */
+        for (int64_t i = 0; i < n; i++)
+          own[i] = (int)((i * p.nranks) / n);
+        p.owners = own;
+        p.nowners = n;
+      }
+      ck_assert_msg(dbuf_layout_build(t, &p, &l, &d) == 0, "%s", d.msg);
+      order_off = dbuf_layout_offsets(l);
+      for (int64_t i = 0; i < n; i++)
+        want[i] = i;
+      qsort(want, (size_t)n, sizeof *want, cmp_off_id);
+      const int64_t *got = dbuf_layout_order(l);
+      for (int64_t k = 0; k < n; k++) {
+        ck_assert_msg(got[k] == want[k], "iter %d case %d: position %lld holds %lld, want %lld",
+                      iter, c, (long long)k, (long long)got[k], (long long)want[k]);
+        ties += k > 0 && order_off[want[k - 1]] == order_off[want[k]];
+      }
+      dbuf_layout_destroy(l);
+    }
+    free(own);
+    free(want);
+    dbuf_tensors_destroy(t);
+  }
+  ck_assert(ties > 1000); /* the lists did have ties to put in order */
+
+  int64_t off[6] = {5, 0, 5, 0, 9, 5}, ord[6] = {3, 1, 5, 2, 0, 4};
+  ck_assert_int_eq(dbuf__order_settle(off, 6, ord), 0);
+  const int64_t settled[6] = {1, 3, 0, 2, 5, 4};
+  for (int k = 0; k < 6; k++)
+    ck_assert_int_eq(ord[k], settled[k]);
+  int64_t bad[6] = {1, 3, 4, 0, 2, 5};
+  ck_assert_int_eq(dbuf__order_settle(off, 6, bad), 1);
+  const int64_t kept[6] = {1, 3, 4, 0, 2, 5};
+  for (int k = 0; k < 6; k++)
+    ck_assert_int_eq(bad[k], kept[k]);
+}
+END_TEST
+
 /* dbuf__mod(), the validator's alignment test, against the division: the
  * edges of its multiply path (2^51 - 1 and 2^51, divisors of 1, 2^k,
  * 2^k +- 1, near 2^62 and INT64_MAX) and 200,000 pseudo-random pairs of
@@ -1817,6 +1898,7 @@ layout_suite(void)
   tcase_add_test(tc, test_check_owner);
   tcase_add_test(tc, test_chunk_shared_shapes);
   tcase_add_test(tc, test_order_identity);
+  tcase_add_test(tc, test_builder_order);
   tcase_add_test(tc, test_fast_mod);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");

@@ -286,10 +286,41 @@ dbuf__sort_ids(const int64_t *offsets, int64_t n, int64_t *order)
 }
 
 int
+dbuf__order_settle(const int64_t *offsets, int64_t n, int64_t *order)
+{
+  for (int64_t k = 1; k < n; k++)
+    if (offsets[order[k - 1]] > offsets[order[k]])
+      return 1;
+  /* Runs of one offset (empty tensors beside the tensor that starts where
+   * they sit) to id order; a run in order already is left as it is. */
+  for (int64_t k = 0; k < n;) {
+    int64_t e = k + 1, sorted = 1;
+    while (e < n && offsets[order[e]] == offsets[order[k]]) {
+      sorted &= order[e - 1] < order[e];
+      e++;
+    }
+    if (!sorted)
+      qsort(order + k, (size_t)(e - k), sizeof *order, cmp_i64);
+    k = e;
+  }
+  return 0;
+}
+
+int
 dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
                       int nranks, int64_t block_size, int64_t chunk_size,
                       int64_t size, int64_t *offsets, int64_t *range,
                       int *owners, dbuf_layout_t **out)
+{
+  return dbuf__layout_assemble_ordered(tensors, kind, nranks, block_size, chunk_size,
+                                       size, offsets, range, owners, NULL, out);
+}
+
+int
+dbuf__layout_assemble_ordered(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
+                              int nranks, int64_t block_size, int64_t chunk_size,
+                              int64_t size, int64_t *offsets, int64_t *range,
+                              int *owners, int64_t *order, dbuf_layout_t **out)
 {
   int rc = DBUF_ENOMEM;
   int64_t n = dbuf_tensors_count(tensors);
@@ -316,10 +347,18 @@ dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
   int sorted = 1;
   for (int64_t i = 1; i < n && sorted; i++)
     sorted = l->offsets[i - 1] <= l->offsets[i];
+  if (!sorted) {
+    l->order = order;
+    order = NULL;
+  }
   rc = DBUF_ENOMEM;
-  if (!sorted && ((l->order = dbuf__mallocn(n, sizeof *l->order)) == NULL ||
-                  (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0))
+  if (!sorted && l->order != NULL && dbuf__order_settle(l->offsets, n, l->order) == 0)
+    rc = 0; /* the builder's, checked */
+  else if (!sorted &&
+           ((l->order == NULL && (l->order = dbuf__mallocn(n, sizeof *l->order)) == NULL) ||
+            (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0))
     goto fail;
+  free(order);
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)
     l->sane = l->range[r] <= l->range[r + 1];
@@ -341,6 +380,7 @@ fail:
   free(offsets);
   free(range);
   free(owners);
+  free(order);
   dbuf_layout_destroy(l);
   return rc;
 }

@@ -29,8 +29,12 @@ check_common(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   if (p->node_size < 0)
     return dbuf__diag(diag, DBUF_EINVAL, "node size must not be negative, got %d",
                       p->node_size);
-  int64_t n = dbuf_tensors_count(t);
-  for (int64_t i = 0; i < n; i++) {
+  /* Once a distinct shape; only when one fails, the tensors in id order
+   * for the first that has it. */
+  int64_t n = dbuf_tensors_count(t), ns = dbuf__tensors_nshapes(t), bad = 0;
+  for (int64_t s = 0; s < ns && !bad; s++)
+    bad = dbuf__tensors_shape_rows(t, s) % p->block_size != 0;
+  for (int64_t i = 0; i < n && bad; i++) {
     int64_t rows = dbuf_tensors_rows(t, i);
     if (rows % p->block_size != 0) {
       char shape[256];
@@ -632,28 +636,42 @@ place_by_owners(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   int64_t *offsets = dbuf__mallocn(n, sizeof *offsets);
   int64_t *range = dbuf__calloc((int64_t)nranks + 1, sizeof *range);
   int64_t *cursor = dbuf__mallocn(nranks, sizeof *cursor);
+  int64_t *at = dbuf__mallocn(nranks, sizeof *at), *order = dbuf__mallocn(n, sizeof *order);
   int rc;
 
-  if (offsets == NULL || range == NULL || cursor == NULL) {
+  if (offsets == NULL || range == NULL || cursor == NULL || at == NULL || order == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);
     goto fail;
   }
   if ((rc = dbuf__layout_check_owners(t, owners, nranks, diag)) != 0)
     goto fail;
-  for (int64_t i = 0; i < n; i++)
-    range[owners[i] + 1] += dbuf_tensors_numel(t, i); /* <= total, no overflow */
-  for (int r = 0; r < nranks; r++) {
+  /* Each rank's tensors in id order from its cursor; the order by offset
+   * is the ids counted out by owner (at[r]: rank r's next place in it). */
+  const uint32_t *sid = dbuf__tensors_shape_ids(t);
+  for (int r = 0; r < nranks; r++)
+    at[r] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    range[owners[i] + 1] += dbuf__tensors_shape_numel(t, sid[i]); /* <= total */
+    at[owners[i]]++;
+  }
+  for (int64_t r = 0, k = 0; r < nranks; r++) {
     range[r + 1] += range[r];
     cursor[r] = range[r];
+    int64_t c = at[r];
+    at[r] = k;
+    k += c;
   }
   for (int64_t i = 0; i < n; i++) {
-    offsets[i] = cursor[owners[i]];
-    cursor[owners[i]] += dbuf_tensors_numel(t, i);
+    int o = owners[i];
+    offsets[i] = cursor[o];
+    cursor[o] += dbuf__tensors_shape_numel(t, sid[i]);
+    order[at[o]++] = i;
   }
   free(cursor);
-  rc = dbuf__layout_assemble(t, DBUF_LAYOUT_TENSOR, nranks, p->block_size, 0,
-                             range[nranks], offsets, range, owners, out);
+  free(at);
+  rc = dbuf__layout_assemble_ordered(t, DBUF_LAYOUT_TENSOR, nranks, p->block_size, 0,
+                                     range[nranks], offsets, range, owners, order, out);
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
@@ -661,6 +679,8 @@ fail:
   free(offsets);
   free(range);
   free(cursor);
+  free(at);
+  free(order);
   free(owners);
   return rc;
 }
@@ -725,31 +745,48 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (cost != DBUF_OWNERS_NUMEL && cost != DBUF_OWNERS_NS)
     return dbuf__diag(diag, DBUF_EINVAL, "unknown owner cost %d", (int)cost);
   int64_t n = dbuf_tensors_count(t), ns = dbuf__tensors_nshapes(t);
-  int64_t *neg = dbuf__mallocn(n, sizeof *neg), *items = dbuf__mallocn(n, sizeof *items);
+  int64_t *items = dbuf__mallocn(n, sizeof *items);
   int64_t *of_shape = dbuf__mallocn(ns, sizeof *of_shape);
+  int64_t *rank_of = dbuf__mallocn(ns, sizeof *rank_of), *at = dbuf__mallocn(ns + 1, sizeof *at);
+  dbuf__key3_t *by = dbuf__mallocn(ns, sizeof *by);
+  const uint32_t *sid = dbuf__tensors_shape_ids(t);
   heap_item_t *h = dbuf__mallocn(nranks, sizeof *h);
   int *own = dbuf__mallocn(n, sizeof *own);
-  if (neg == NULL || items == NULL || (ns > 0 && of_shape == NULL) || h == NULL ||
-      own == NULL) {
+  if (items == NULL || (ns > 0 && (of_shape == NULL || rank_of == NULL || by == NULL)) ||
+      at == NULL || h == NULL || own == NULL) {
     rc = dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                     (long long)n);
     goto out;
   }
   /* A cost is the shape's: computed for the first tensor of each shape
-   * (-1: not yet), which names an overflow as a loop over tensors would.
-   * Costs are not negative: by -cost, then id, is by cost descending. */
+   * (-1: not yet), which names an overflow as a loop over tensors would. */
   for (int64_t k = 0; k < ns; k++)
     of_shape[k] = -1;
   for (int64_t i = 0; i < n; i++) {
-    int64_t *c = &of_shape[dbuf__tensors_shape_id(t, i)];
+    int64_t *c = &of_shape[sid[i]];
     if (*c < 0 && (rc = dbuf_layout_owner_cost(t, i, cost, c, diag)) != 0)
       goto out;
-    neg[i] = -*c;
   }
-  if ((rc = dbuf__sort_ids(neg, n, items)) != 0) {
-    rc = dbuf__diag(diag, rc, "out of memory for %lld tensors", (long long)n);
-    goto out;
+  /* The tensors by cost descending, then id: the shapes' costs sorted (-cost,
+   * shape), each distinct cost a rank, and the ids counted out by rank in
+   * id order.  O(n + shapes log shapes); a shape no tensor has (cost -1)
+   * counts nothing. */
+  int64_t nc = 0;
+  for (int64_t k = 0; k < ns; k++)
+    by[k] = (dbuf__key3_t){-of_shape[k], 0, k};
+  qsort(by, (size_t)ns, sizeof *by, dbuf__key3_cmp);
+  for (int64_t k = 0; k < ns; k++) {
+    if (k == 0 || by[k].a != by[k - 1].a)
+      at[nc++] = 0;
+    rank_of[by[k].id] = nc - 1;
   }
+  at[nc] = 0;
+  for (int64_t i = 0; i < n; i++)
+    at[rank_of[sid[i]] + 1]++;
+  for (int64_t c = 0; c < nc; c++)
+    at[c + 1] += at[c];
+  for (int64_t i = 0; i < n; i++)
+    items[at[rank_of[sid[i]]]++] = i;
   /* All loads start at 0, so ranks in order form a valid min-heap. */
   for (int r = 0; r < nranks; r++) {
     h[r].load = 0;
@@ -757,7 +794,7 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   }
   for (int64_t i = 0; i < n; i++) {
     own[items[i]] = h[0].rank;
-    if (dbuf__add(h[0].load, -neg[items[i]], &h[0].load) != 0) {
+    if (dbuf__add(h[0].load, of_shape[sid[items[i]]], &h[0].load) != 0) {
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",
                       dbuf_tensors_name(t, items[i]), h[0].rank);
@@ -781,9 +818,11 @@ dbuf_layout_plan_owners_cost(const dbuf_tensors_t *t, int nranks,
   if (n > 0)
     memcpy(owners, own, (size_t)n * sizeof *owners);
 out:
-  free(neg);
   free(items);
   free(of_shape);
+  free(rank_of);
+  free(at);
+  free(by);
   free(h);
   free(own);
   return rc;
@@ -813,14 +852,23 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   /* An owner out of range is the layout's fault here, not the caller's. */
   if (dbuf__layout_check_owners(t, owners, nranks, &d) != 0)
     return dbuf__diag(diag, DBUF_ELAYOUT, "%s", d.msg);
-  int64_t *sum = dbuf__calloc(nranks, sizeof *sum);
+  int64_t ns = dbuf__tensors_nshapes(t);
+  int64_t *sum = dbuf__calloc(nranks, sizeof *sum), *of_shape = dbuf__mallocn(ns, sizeof *of_shape);
+  const uint32_t *sid = dbuf__tensors_shape_ids(t);
   int rc = 0;
-  if (sum == NULL)
+  if (sum == NULL || of_shape == NULL) {
+    free(sum);
+    free(of_shape);
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
+  }
+  /* A cost is its shape's, computed at the first tensor of the shape (-1:
+   * not yet); the loop stops at the first tensor whose cost or sum fails. */
+  for (int64_t k = 0; k < ns; k++)
+    of_shape[k] = -1;
   for (int64_t i = 0; i < n && rc == 0; i++) {
-    int64_t c;
-    if ((rc = dbuf_layout_owner_cost(t, i, cost, &c, diag)) == 0 &&
-        dbuf__add(sum[owners[i]], c, &sum[owners[i]]) != 0)
+    int64_t *c = &of_shape[sid[i]];
+    if ((*c >= 0 || (rc = dbuf_layout_owner_cost(t, i, cost, c, diag)) == 0) &&
+        dbuf__add(sum[owners[i]], *c, &sum[owners[i]]) != 0)
       rc = dbuf__diag(diag, DBUF_EOVERFLOW,
                       "tensor %s: the load of rank %d overflows 64 bits",
                       dbuf_tensors_name(t, i), owners[i]);
@@ -828,6 +876,7 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   if (rc == 0)
     memcpy(loads, sum, (size_t)nranks * sizeof *loads);
   free(sum);
+  free(of_shape);
   return rc;
 }
 

@@ -37,6 +37,7 @@
 #include "core_internal.h"
 #include "layout_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,23 +54,41 @@ typedef struct {
 
 typedef struct {
   const dbuf_tensors_t *t;
+  const uint32_t *sid; /* [n] each tensor's shape */
+  int64_t *sunit;     /* [nshapes] a shape's unit (-1: no tensor of it yet) */
+  int64_t *snumel;    /* [nshapes] a shape's element count */
   int64_t n, m;       /* tensors, non-empty tensors */
-  int64_t *unit;      /* [n] */
   int64_t *cls_ids;   /* [m] sorted by (unit, id) */
   pclass_t *cls;      /* [ncls] by unit ascending */
   int64_t ncls;
-  int64_t *fill_ids;  /* [nfill] tensors below the largest unit, by (numel, id) */
+  int64_t umax;       /* the largest unit: tensors below it are fillers */
+  int64_t *fill_ids;  /* [nfill] the fillers, by (numel, id) */
   int64_t nfill;
-  int64_t *fill_pos;  /* [n] position in fill_ids + 1, 0 for the others */
+  int64_t *fill_pos;  /* [n] position in fill_ids + 1, read for fillers only */
   int64_t *fill_up;   /* [nfill + 1] union-find over positions + 1: the largest
                          unplaced position + 1 at or below, 0 for none */
   char *placed;       /* [n] */
   int64_t *heap;      /* [ncls] class indices, min-heap on the next id */
   int64_t nheap;
   int64_t *off;       /* the offsets being written */
+  int64_t *seq;       /* [n] this pass's placements: the empty tensors, then
+                         the others as placed, by rising offset */
+  int64_t nseq;
   int64_t p;          /* the cursor */
   dbuf_diag_t *diag;
 } pack_t;
+
+static inline int64_t
+numel_of(const pack_t *ps, int64_t id)
+{
+  return ps->snumel[ps->sid[id]];
+}
+
+static inline int64_t
+unit_of(const pack_t *ps, int64_t id)
+{
+  return ps->sunit[ps->sid[id]];
+}
 
 int
 dbuf__tensor_unit(const dbuf_tensors_t *t, int64_t i, int64_t block, int64_t align,
@@ -99,7 +118,8 @@ dbuf__key3_cmp(const void *x, const void *y)
 static void
 pack_free(pack_t *ps)
 {
-  free(ps->unit);
+  free(ps->sunit);
+  free(ps->snumel);
   free(ps->cls_ids);
   free(ps->cls);
   free(ps->fill_ids);
@@ -110,58 +130,55 @@ pack_free(pack_t *ps)
 }
 
 /*
- * The classes from keys[m] = (unit, -, id) in id order: a hash table finds
- * each unit's class, the distinct units are sorted, and a counting sort
- * lists each class's ids in id order.  O(m + classes log classes).
+ * The classes.  A unit is its shape's, so the distinct units come from the
+ * shapes (sorted, O(shapes log shapes)) and a counting sort over the
+ * tensors lists each class's ids in id order: two passes, no per-tensor
+ * keys.  scls[nshapes] is scratch: a shape's class, -1 for empty shapes.
  */
 static int
-make_classes(pack_t *ps, dbuf__key3_t *keys)
+make_classes(pack_t *ps, int64_t ns, int64_t *scls)
 {
-  int64_t m = ps->m, size = 16, bits = 4, k = 0;
-  while (size < 2 * m) {
-    size *= 2;
-    bits++;
+  int64_t n = ps->n, k = 0, d = 0;
+  dbuf__key3_t *units = dbuf__mallocn(ns, sizeof *units); /* (unit, -, shape) */
+  if (units == NULL)
+    return DBUF_ENOMEM;
+  for (int64_t s = 0; s < ns; s++) {
+    scls[s] = -1;
+    if (ps->snumel[s] > 0 && ps->sunit[s] > 0) /* a shape some tensor has */
+      units[d++] = (dbuf__key3_t){ps->sunit[s], 0, s};
   }
-  int64_t *slot = dbuf__calloc(size, sizeof *slot); /* class + 1, 0 = free */
-  dbuf__key3_t *units = dbuf__mallocn(m, sizeof *units);  /* (unit, -, class) */
-  int64_t *pos = dbuf__mallocn(m + 1, sizeof *pos);
-  int rc = DBUF_ENOMEM;
-  if (slot == NULL || units == NULL || pos == NULL)
-    goto out;
-  for (int64_t q = 0; q < m; q++) {
-    uint64_t h = ((uint64_t)keys[q].a * 0x9e3779b97f4a7c15ULL) >> (64 - bits);
-    while (slot[h] != 0 && units[slot[h] - 1].a != keys[q].a)
-      h = (h + 1) & (uint64_t)(size - 1);
-    if (slot[h] == 0) {
-      units[k].a = keys[q].a;
-      units[k].b = 0;
-      units[k].id = k;
-      slot[h] = ++k;
+  qsort(units, (size_t)d, sizeof *units, dbuf__key3_cmp);
+  ps->cls = dbuf__mallocn(d, sizeof *ps->cls);
+  if (ps->cls == NULL) {
+    free(units);
+    return DBUF_ENOMEM;
+  }
+  for (int64_t j = 0; j < d; j++) {
+    if (j == 0 || units[j].a != units[j - 1].a) {
+      ps->cls[k].unit = units[j].a;
+      ps->cls[k].begin = 0;
+      k++;
     }
-    keys[q].b = slot[h] - 1; /* class in order of first appearance */
+    scls[units[j].id] = k - 1;
   }
-  qsort(units, (size_t)k, sizeof *units, dbuf__key3_cmp);
-  for (int64_t c = 0; c <= k; c++)
-    pos[c] = 0;
-  for (int64_t c = 0; c < k; c++) /* slot reused: first-appearance class -> sorted */
-    slot[units[c].id] = c;
-  for (int64_t q = 0; q < m; q++)
-    pos[slot[keys[q].b] + 1]++;
-  for (int64_t c = 0; c < k; c++) {
-    pos[c + 1] += pos[c];
-    ps->cls[c].unit = units[c].a;
-    ps->cls[c].begin = pos[c];
-    ps->cls[c].end = pos[c + 1];
-  }
-  for (int64_t q = 0; q < m; q++) /* keys are in id order: stable */
-    ps->cls_ids[pos[slot[keys[q].b]]++] = keys[q].id;
-  ps->ncls = k;
-  rc = 0;
-out:
-  free(slot);
   free(units);
-  free(pos);
-  return rc;
+  ps->ncls = k;
+  for (int64_t i = 0; i < n; i++) { /* counts, then starts */
+    int64_t c = scls[ps->sid[i]];
+    if (c >= 0)
+      ps->cls[c].begin++;
+  }
+  for (int64_t c = 0, at = 0; c < k; c++) {
+    int64_t cnt = ps->cls[c].begin;
+    ps->cls[c].begin = ps->cls[c].end = at;
+    at += cnt;
+  }
+  for (int64_t i = 0; i < n; i++) { /* ids come in order: stable */
+    int64_t c = scls[ps->sid[i]];
+    if (c >= 0)
+      ps->cls_ids[ps->cls[c].end++] = i;
+  }
+  return 0;
 }
 
 /* Units, classes and the filler order.  Called once. */
@@ -169,57 +186,63 @@ static int
 pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
           dbuf_diag_t *diag)
 {
-  int64_t n = dbuf_tensors_count(t), align = p->align_elems > 1 ? p->align_elems : 1;
-  dbuf__key3_t *keys;
+  int64_t n = dbuf_tensors_count(t), ns = dbuf__tensors_nshapes(t);
+  int64_t align = p->align_elems > 1 ? p->align_elems : 1;
+  dbuf__key3_t *keys = NULL;
+  int64_t *scls = NULL;
   int rc = DBUF_ENOMEM;
 
   memset(ps, 0, sizeof *ps);
   ps->t = t;
   ps->n = n;
   ps->diag = diag;
-  ps->unit = dbuf__mallocn(n, sizeof *ps->unit);
+  ps->sid = dbuf__tensors_shape_ids(t);
+  ps->sunit = dbuf__mallocn(ns, sizeof *ps->sunit);
+  ps->snumel = dbuf__mallocn(ns, sizeof *ps->snumel);
+  scls = dbuf__mallocn(ns, sizeof *scls);
   ps->fill_pos = dbuf__calloc(n, sizeof *ps->fill_pos);
   ps->placed = dbuf__calloc(n, 1);
-  keys = dbuf__mallocn(n, sizeof *keys);
-  if (ps->unit == NULL || ps->fill_pos == NULL || ps->placed == NULL ||
-      keys == NULL)
+  if (ps->sunit == NULL || ps->snumel == NULL || scls == NULL ||
+      ps->fill_pos == NULL || ps->placed == NULL)
     goto out;
+  for (int64_t s = 0; s < ns; s++) {
+    ps->sunit[s] = -1;
+    ps->snumel[s] = dbuf__tensors_shape_numel(t, s);
+  }
+  /* Each shape's unit from its first tensor, in id order: an overflow
+   * names the first tensor that has it, as a loop over every tensor would. */
   for (int64_t i = 0; i < n; i++) {
-    int64_t u;
-    if ((rc = dbuf__tensor_unit(t, i, p->block_size, align, &u, diag)) != 0)
+    int64_t *u = &ps->sunit[ps->sid[i]];
+    if (*u < 0 && (rc = dbuf__tensor_unit(t, i, p->block_size, align, u, diag)) != 0)
       goto out;
-    ps->unit[i] = u;
-    if (dbuf_tensors_numel(t, i) > 0) {
-      keys[ps->m].a = u;
-      keys[ps->m].b = 0;
-      keys[ps->m].id = i;
-      ps->m++;
-    }
+    ps->m += ps->snumel[ps->sid[i]] > 0;
   }
   int64_t m = ps->m;
   rc = DBUF_ENOMEM;
   ps->cls_ids = dbuf__mallocn(m, sizeof *ps->cls_ids);
-  ps->cls = dbuf__mallocn(m, sizeof *ps->cls);
-  ps->heap = dbuf__mallocn(m, sizeof *ps->heap);
-  ps->fill_ids = dbuf__mallocn(m, sizeof *ps->fill_ids);
-  ps->fill_up = dbuf__mallocn(m + 1, sizeof *ps->fill_up);
-  if (ps->cls_ids == NULL || ps->cls == NULL || ps->heap == NULL ||
-      ps->fill_ids == NULL || ps->fill_up == NULL)
-    goto out;
-  if ((rc = make_classes(ps, keys)) != 0)
+  if (ps->cls_ids == NULL || (rc = make_classes(ps, ns, scls)) != 0)
     goto out;
   rc = DBUF_ENOMEM;
+  ps->heap = dbuf__mallocn(ps->ncls, sizeof *ps->heap);
+  if (ps->heap == NULL)
+    goto out;
   /* Fillers: a gap is shorter than the largest unit, so only tensors
    * below it can ever fill one (on real models a few hundred of many
    * thousands: the sort stays small). */
   int64_t umax = ps->ncls > 0 ? ps->cls[ps->ncls - 1].unit : 0, nf = 0;
+  ps->umax = umax;
+  for (int64_t k = 0; k < m; k++)
+    nf += numel_of(ps, ps->cls_ids[k]) < umax;
+  keys = dbuf__mallocn(nf, sizeof *keys);
+  ps->fill_ids = dbuf__mallocn(nf, sizeof *ps->fill_ids);
+  ps->fill_up = dbuf__mallocn(nf + 1, sizeof *ps->fill_up);
+  if (keys == NULL || ps->fill_ids == NULL || ps->fill_up == NULL)
+    goto out;
+  nf = 0;
   for (int64_t k = 0; k < m; k++) {
-    if (dbuf_tensors_numel(t, ps->cls_ids[k]) >= umax)
-      continue;
-    keys[nf].a = dbuf_tensors_numel(t, ps->cls_ids[k]);
-    keys[nf].b = 0;
-    keys[nf].id = ps->cls_ids[k];
-    nf++;
+    int64_t id = ps->cls_ids[k], numel = numel_of(ps, id);
+    if (numel < umax)
+      keys[nf++] = (dbuf__key3_t){numel, 0, id};
   }
   qsort(keys, (size_t)nf, sizeof *keys, dbuf__key3_cmp);
   for (int64_t k = 0; k < nf; k++) {
@@ -230,21 +253,30 @@ pack_init(pack_t *ps, const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   rc = 0;
 out:
   free(keys);
+  free(scls);
   return rc;
 }
 
-/* Forget every placement: before each pass. */
+/* Forget every placement: before each pass, which writes off[n] and
+ * seq[n] (each pass places every non-empty tensor once).  Empty tensors
+ * go at 0, a multiple of every unit, and come first in seq. */
 static void
-pack_reset(pack_t *ps, int64_t *off)
+pack_reset(pack_t *ps, int64_t *off, int64_t *seq)
 {
   memset(ps->placed, 0, (size_t)ps->n);
   for (int64_t k = 0; k <= ps->nfill; k++)
     ps->fill_up[k] = k;
   for (int64_t c = 0; c < ps->ncls; c++)
     ps->cls[c].head = ps->cls[c].begin;
-  for (int64_t i = 0; i < ps->n; i++)
-    off[i] = 0; /* empty tensors stay at 0, a multiple of every unit */
+  ps->nseq = 0;
+  for (int64_t i = 0; i < ps->n; i++) {
+    if (numel_of(ps, i) == 0) {
+      off[i] = 0;
+      seq[ps->nseq++] = i;
+    }
+  }
   ps->off = off;
+  ps->seq = seq;
   ps->p = 0;
   ps->nheap = 0;
 }
@@ -263,13 +295,23 @@ fill_find(pack_t *ps, int64_t k)
   return root;
 }
 
+/* Tensor id is taken: no longer a candidate of any class or gap. */
 static void
 mark_placed(pack_t *ps, int64_t id)
 {
-  int64_t k = ps->fill_pos[id];
   ps->placed[id] = 1;
-  if (k > 0)
+  if (numel_of(ps, id) < ps->umax) { /* a filler */
+    int64_t k = ps->fill_pos[id];
     ps->fill_up[k] = k - 1;
+  }
+}
+
+/* Tensor id goes at offset at, past every tensor placed before it. */
+static void
+put(pack_t *ps, int64_t id, int64_t at)
+{
+  ps->off[id] = at;
+  ps->seq[ps->nseq++] = id;
 }
 
 /* Largest filler position + 1 whose numel is <= space, or 0. */
@@ -279,7 +321,7 @@ fill_last_fitting(const pack_t *ps, int64_t space)
   int64_t lo = 0, hi = ps->nfill; /* answer in [0, nfill] */
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
-    if (dbuf_tensors_numel(ps->t, ps->fill_ids[mid - 1]) <= space)
+    if (numel_of(ps, ps->fill_ids[mid - 1]) <= space)
       lo = mid;
     else
       hi = mid - 1;
@@ -297,12 +339,12 @@ fill_gap(pack_t *ps, int64_t end)
   int probes = 0;
   int64_t k = fill_find(ps, fill_last_fitting(ps, end - ps->p));
   while (k > 0 && probes < FILL_PROBES) {
-    int64_t id = ps->fill_ids[k - 1], u = ps->unit[id];
-    int64_t numel = dbuf_tensors_numel(ps->t, id);
+    int64_t id = ps->fill_ids[k - 1], u = unit_of(ps, id);
+    int64_t numel = numel_of(ps, id);
     int64_t at = ps->p % u ? ps->p + (u - ps->p % u) : ps->p;
     if (at < end && numel <= end - at) {
       mark_placed(ps, id);
-      ps->off[id] = at;
+      put(ps, id, at);
       ps->p = at + numel;
       probes = 0;
       k = fill_find(ps, fill_last_fitting(ps, end - ps->p));
@@ -317,15 +359,15 @@ fill_gap(pack_t *ps, int64_t end)
 static int
 place(pack_t *ps, int64_t id)
 {
-  int64_t u = ps->unit[id], numel = dbuf_tensors_numel(ps->t, id);
+  int64_t u = unit_of(ps, id), numel = numel_of(ps, id);
   int64_t at, end;
 
-  mark_placed(ps, id);
+  mark_placed(ps, id); /* before its own gap is filled */
   if (dbuf__round_up(ps->p, u, &at) || dbuf__add(at, numel, &end))
     goto overflow;
   if (at > ps->p)
     fill_gap(ps, at);
-  ps->off[id] = at;
+  put(ps, id, at);
   ps->p = end;
   return 0;
 overflow:
@@ -469,6 +511,7 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
 {
   int64_t n = dbuf_tensors_count(t), chunk, stripe, bound;
   int64_t *off = NULL, *alt = NULL, *range = NULL, size, end;
+  int64_t *seq = NULL, *alt_seq = NULL; /* each pass's order, by offset */
   pack_t ps;
   int rc;
 
@@ -485,38 +528,56 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
   if ((rc = pack_init(&ps, t, p, diag)) != 0)
     goto fail;
   off = dbuf__mallocn(n, sizeof *off);
-  alt = dbuf__mallocn(n, sizeof *alt);
-  if (off == NULL || alt == NULL) {
+  seq = dbuf__mallocn(n, sizeof *seq);
+  if (off == NULL || seq == NULL) {
     rc = DBUF_ENOMEM;
     goto fail;
   }
 
-  pack_reset(&ps, off);
+  pack_reset(&ps, off, seq);
   if ((rc = pass_ordered(&ps)) != 0)
     goto fail;
+  assert(ps.nseq == n); /* every offset written */
   end = ps.p;
   if (end > bound && ps.m > 0) {
     int64_t ordered_end = end;
-    pack_reset(&ps, alt);
+    alt = dbuf__mallocn(n, sizeof *alt);
+    alt_seq = dbuf__mallocn(n, sizeof *alt_seq);
+    if (alt == NULL || alt_seq == NULL) {
+      rc = DBUF_ENOMEM;
+      goto fail;
+    }
+    pack_reset(&ps, alt, alt_seq);
     if ((rc = pass_grouped(&ps)) != 0)
       goto fail;
+    assert(ps.nseq == n);
     if (ps.p < ordered_end) {
       int64_t *tmp = off;
       off = alt;
       alt = tmp;
+      tmp = seq;
+      seq = alt_seq;
+      alt_seq = tmp;
       end = ps.p;
     }
   }
-  if (end > bound && ps.m > 0 && p->align_elems <= 1 &&
-      (rc = take_padded(t, p, &off, &end, diag)) != 0)
-    goto fail;
+  if (end > bound && ps.m > 0 && p->align_elems <= 1) {
+    int64_t packed_end = end;
+    if ((rc = take_padded(t, p, &off, &end, diag)) != 0)
+      goto fail;
+    if (end != packed_end) { /* the padded offsets: their order is sorted anew */
+      free(seq);
+      seq = NULL;
+    }
+  }
 
   if ((rc = dbuf__layout_segments(end, chunk, p->nranks, &range, &size)) != 0)
     goto fail;
   pack_free(&ps);
   free(alt);
-  rc = dbuf__layout_assemble(t, DBUF_LAYOUT_COMPACT, p->nranks, p->block_size,
-                             chunk, size, off, range, NULL, out);
+  free(alt_seq);
+  rc = dbuf__layout_assemble_ordered(t, DBUF_LAYOUT_COMPACT, p->nranks, p->block_size,
+                                     chunk, size, off, range, NULL, seq, out);
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
@@ -528,6 +589,8 @@ fail:
   pack_free(&ps);
   free(off);
   free(alt);
+  free(seq);
+  free(alt_seq);
   free(range);
   return rc;
 }

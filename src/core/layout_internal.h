@@ -96,6 +96,18 @@ int dbuf__layout_assemble(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind
                           int nranks, int64_t block_size, int64_t chunk_size,
                           int64_t size, int64_t *offsets, int64_t *range,
                           int *owners, dbuf_layout_t **out);
+/* The same with the builder's order[n] of the ids by rising offset (taken
+ * too; NULL: none), as its placement made it: ties need not be in id order.
+ * It becomes the layout's order once checked in one pass and its ties put
+ * in id order; one that does not rise is sorted as without it. */
+int dbuf__layout_assemble_ordered(const dbuf_tensors_t *tensors, dbuf_layout_kind_t kind,
+                                  int nranks, int64_t block_size, int64_t chunk_size,
+                                  int64_t size, int64_t *offsets, int64_t *range,
+                                  int *owners, int64_t *order, dbuf_layout_t **out);
+/* order[n] of ids whose offsets rise (ties in any order) to the order by
+ * (offset, id), in place: 0, or 1 when the offsets do not rise along it
+ * (order then unchanged). */
+int dbuf__order_settle(const int64_t *offsets, int64_t n, int64_t *order);
 
 /* dbuf_layout_from_parts() on arrays it takes (freed on failure too):
  * offsets[n], range[nranks + 1] (range[nranks] is set to size), owners[n]
