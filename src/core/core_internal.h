@@ -228,6 +228,9 @@ int64_t dbuf__tensors_shape_row_elems(const struct dbuf_tensors *t, int64_t sid)
 int64_t dbuf__tensors_shape_numel(const struct dbuf_tensors *t, int64_t sid);
 int64_t dbuf__tensors_shape_rows(const struct dbuf_tensors *t, int64_t sid);
 const uint32_t *dbuf__tensors_shape_ids(const struct dbuf_tensors *t);
+/* Every tensor's dtype ([count], dbuf_dtype_t values, DBUF_DTYPE_NONE where
+ * none was given). */
+const uint8_t *dbuf__tensors_dtypes(const struct dbuf_tensors *t);
 size_t dbuf__tensors_name_len(const struct dbuf_tensors *t, int64_t id);
 
 /* Checked allocation of n elements of size sz (NULL for n*sz overflow);

@@ -168,10 +168,11 @@ group_tensors(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t d
    * 0 .. n-1, no grouping pass.  same: the tensors from the first on in
    * the first one's unit and dtype. */
   int64_t same = 0, u0 = units && n > 0 ? dbuf_units_of(units, 0) : 0;
-  dbuf_dtype_t d0 = n > 0 ? dbuf_tensors_dtype(t, 0) : DBUF_DTYPE_NONE;
+  const uint8_t *dt = dbuf__tensors_dtypes(t);
+  dbuf_dtype_t d0 = n > 0 ? (dbuf_dtype_t)dt[0] : DBUF_DTYPE_NONE;
   d0 = d0 == DBUF_DTYPE_NONE ? dtype : d0;
   while (same < n) {
-    dbuf_dtype_t d = dbuf_tensors_dtype(t, same);
+    dbuf_dtype_t d = (dbuf_dtype_t)dt[same];
     if ((d == DBUF_DTYPE_NONE ? dtype : d) != d0 || (units && dbuf_units_of(units, same) != u0))
       break;
     same++;
@@ -331,9 +332,17 @@ dbuf_plan_build(const dbuf_tensors_t *t, const dbuf_units_t *units, dbuf_dtype_t
   if (dbuf_dtype_size(dtype) == 0)
     return dbuf__diag(diag, DBUF_EINVAL, "plan: default dtype %s has no byte size",
                       dbuf_dtype_name(dtype));
+  /* The dtypes a list holds are a handful: each checked once, and only if
+   * one fails, the tensors in id order for the first that has it. */
   int64_t n = dbuf_tensors_count(t);
-  for (int64_t i = 0; i < n; i++) {
-    dbuf_dtype_t d = dbuf_tensors_dtype(t, i);
+  const uint8_t *dt = dbuf__tensors_dtypes(t);
+  unsigned char used[256] = {0}, bad = 0;
+  for (int64_t i = 0; i < n; i++)
+    used[dt[i]] = 1;
+  for (int v = 0; v < 256; v++)
+    bad |= used[v] && v != DBUF_DTYPE_NONE && dbuf_dtype_size((dbuf_dtype_t)v) == 0;
+  for (int64_t i = 0; i < n && bad; i++) {
+    dbuf_dtype_t d = (dbuf_dtype_t)dt[i];
     if (d != DBUF_DTYPE_NONE && dbuf_dtype_size(d) == 0)
       return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: dtype %s has no byte size",
                         dbuf_tensors_name(t, i), dbuf_dtype_name(d));

@@ -1024,6 +1024,12 @@ dbuf__tensors_shape_ids(const dbuf_tensors_t *t)
   return t->shape;
 }
 
+const uint8_t *
+dbuf__tensors_dtypes(const dbuf_tensors_t *t)
+{
+  return t->dtype;
+}
+
 const dbuf__strmap_t *
 dbuf__tensors_names(const dbuf_tensors_t *t)
 {
