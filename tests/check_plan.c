@@ -293,6 +293,19 @@ START_TEST(test_plan_errors_and_assembly)
   dbuf_layout_params_init(&lp);
   lp.nranks = 2;
   ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_F4, &lp, 0, &p, &d), DBUF_EINVAL);
+  /* Tensors' own dtypes without a byte size: the first in id order is
+   * named, whichever dtype comes first in the dtype table. */
+  ck_assert_int_eq(dbuf_tensors_set_dtype(t, 5, DBUF_DTYPE_F4), 0);
+  ck_assert_int_eq(dbuf_tensors_set_dtype(t, 3, DBUF_DTYPE_F6_E3M2), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_BF16, &lp, 0, &p, &d), DBUF_EINVAL);
+  ck_assert_msg(strstr(d.msg, "tensor ") != NULL &&
+                    strstr(d.msg, dbuf_tensors_name(t, 3)) != NULL &&
+                    strstr(d.msg, dbuf_dtype_name(DBUF_DTYPE_F6_E3M2)) != NULL,
+                "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_set_dtype(t, 3, DBUF_DTYPE_NONE), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, NULL, DBUF_DTYPE_BF16, &lp, 0, &p, &d), DBUF_EINVAL);
+  ck_assert_msg(strstr(d.msg, dbuf_tensors_name(t, 5)) != NULL, "%s", d.msg);
+  ck_assert_int_eq(dbuf_tensors_set_dtype(t, 5, DBUF_DTYPE_NONE), 0);
   lp.block_size = 3; /* 8 rows are not a multiple of 3 */
   dbuf_units_t *u;
   ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
