@@ -506,6 +506,30 @@ START_TEST(test_hand_node_compact)
 END_TEST
 
 /*
+ * A node-aware packing whose buffer ends near INT64_MAX: t0 [8e18], t1 [4]
+ * at dp 5, node size 2 (nodes of 2, 2 and 1 ranks).  The room of each node
+ * was min(start + span, size), and start + span passes INT64_MAX for the
+ * last node (a signed overflow: UBSan in the sanitizer build aborts here;
+ * a wrapped sum left that node no room).  The layout is built and valid,
+ * both tensors whole inside it.
+ */
+START_TEST(test_node_end_near_int64_max)
+{
+  static const int64_t sh[][3] = {{1, INT64_C(8000000000000000000), 0}, {1, 4, 0}};
+  dbuf_tensors_t *t = make_tensors(2, sh);
+  for (int kind = DBUF_LAYOUT_PADDED; kind <= DBUF_LAYOUT_COMPACT; kind += 3) {
+    dbuf_layout_t *l = build(t, (dbuf_layout_kind_t)kind, 5, 1, 0, 2);
+    const int64_t *off = dbuf_layout_offsets(l);
+    ck_assert_int_eq(off[0], 0);
+    ck_assert(off[1] >= INT64_C(8000000000000000000) &&
+              off[1] + 4 <= dbuf_layout_size(l));
+    dbuf_layout_destroy(l);
+  }
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
+/*
  * Hand case, compact, every tensor start aligned to 2 elements, dp 4, node
  * size 2: 1-D t0 [5], t1 [3], t2 [3] (units 2, chunk 1, logical 11, bound
  * 12).  Segments of 3, nodes [0, 6) and [6, 12): t0 at 0 (fill 5, 1
@@ -721,6 +745,7 @@ compact_suite(void)
   tcase_add_test(tc, test_hand_node_unpadded);
   tcase_add_test(tc, test_hand_node_compact);
   tcase_add_test(tc, test_hand_node_gap);
+  tcase_add_test(tc, test_node_end_near_int64_max);
   suite_add_tcase(s, tc);
   tc = tcase_create("properties");
   tcase_set_timeout(tc, 120);

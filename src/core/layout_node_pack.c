@@ -144,7 +144,9 @@ npack_run(npack_t *np, int64_t seg, int nranks, int k, int worst, int head, int6
   for (int64_t j = 0; j < np->mt.base; j++) {
     int64_t free = 0;
     if (j < np->nnodes) {
-      int64_t start = j * B, stop = start + B < size ? start + B : size;
+      /* min(start + B, size) without forming start + B, which may pass
+       * INT64_MAX for the last node (start <= size here) */
+      int64_t start = j * B, stop = size - start > B ? start + B : size;
       np->fill[j] = start > p ? start : p;
       free = stop - np->fill[j];
     }
