@@ -1783,9 +1783,9 @@ START_TEST(test_builder_order)
       p.kind = c < 2 ? DBUF_LAYOUT_TENSOR : DBUF_LAYOUT_COMPACT;
       p.nranks = 1 + (int)(test_rng() % 6);
       p.auto_owners = c == 0;
-      if (c == 1) { /* owners given: runs of one owner, empty tensors between */
+      if (c == 1) { /* owners given, in short runs that wrap around the ranks */
         for (int64_t i = 0; i < n; i++)
-          own[i] = (int)((i * p.nranks) / n);
+          own[i] = (int)((i / 3) % p.nranks);
         p.owners = own;
         p.nowners = n;
       }

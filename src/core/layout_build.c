@@ -649,11 +649,17 @@ place_by_owners(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
   /* Each rank's tensors in id order from its cursor; the order by offset
    * is the ids counted out by owner (at[r]: rank r's next place in it). */
   const uint32_t *sid = dbuf__tensors_shape_ids(t);
+  int rising = 1; /* owners that never go down: offsets rise, no order */
   for (int r = 0; r < nranks; r++)
     at[r] = 0;
   for (int64_t i = 0; i < n; i++) {
     range[owners[i] + 1] += dbuf__tensors_shape_numel(t, sid[i]); /* <= total */
     at[owners[i]]++;
+    rising &= i == 0 || owners[i - 1] <= owners[i];
+  }
+  if (rising) {
+    free(order);
+    order = NULL;
   }
   for (int64_t r = 0, k = 0; r < nranks; r++) {
     range[r + 1] += range[r];
@@ -666,7 +672,8 @@ place_by_owners(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
     int o = owners[i];
     offsets[i] = cursor[o];
     cursor[o] += dbuf__tensors_shape_numel(t, sid[i]);
-    order[at[o]++] = i;
+    if (order != NULL)
+      order[at[o]++] = i;
   }
   free(cursor);
   free(at);
@@ -859,7 +866,8 @@ dbuf_layout_owner_loads(const dbuf_layout_t *l, dbuf_owner_cost_t cost,
   if (sum == NULL || of_shape == NULL) {
     free(sum);
     free(of_shape);
-    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks", nranks);
+    return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %d ranks and %lld shapes", nranks,
+                      (long long)ns);
   }
   /* A cost is its shape's, computed at the first tensor of the shape (-1:
    * not yet); the loop stops at the first tensor whose cost or sum fails. */

@@ -37,7 +37,6 @@
 #include "core_internal.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -479,6 +478,17 @@ pass_grouped(pack_t *ps)
   return 0;
 }
 
+/* After a pass: every offset written (a tensor left out would leave its
+ * offset unset, and the order short), or an internal error. */
+static int
+all_placed(const pack_t *ps)
+{
+  if (ps->nseq == ps->n)
+    return 0;
+  return dbuf__diag(ps->diag, DBUF_ELAYOUT, "internal error: compact placed %lld of %lld tensors",
+                    (long long)ps->nseq, (long long)ps->n);
+}
+
 /* Replace *off by the padded layout's offsets when its tensors end earlier. */
 static int
 take_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p,
@@ -535,9 +545,8 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
   }
 
   pack_reset(&ps, off, seq);
-  if ((rc = pass_ordered(&ps)) != 0)
+  if ((rc = pass_ordered(&ps)) != 0 || (rc = all_placed(&ps)) != 0)
     goto fail;
-  assert(ps.nseq == n); /* every offset written */
   end = ps.p;
   if (end > bound && ps.m > 0) {
     int64_t ordered_end = end;
@@ -548,9 +557,8 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
       goto fail;
     }
     pack_reset(&ps, alt, alt_seq);
-    if ((rc = pass_grouped(&ps)) != 0)
+    if ((rc = pass_grouped(&ps)) != 0 || (rc = all_placed(&ps)) != 0)
       goto fail;
-    assert(ps.nseq == n);
     if (ps.p < ordered_end) {
       int64_t *tmp = off;
       off = alt;

@@ -104,9 +104,10 @@ int dbuf__layout_assemble_ordered(const dbuf_tensors_t *tensors, dbuf_layout_kin
                                   int nranks, int64_t block_size, int64_t chunk_size,
                                   int64_t size, int64_t *offsets, int64_t *range,
                                   int *owners, int64_t *order, dbuf_layout_t **out);
-/* order[n] of ids whose offsets rise (ties in any order) to the order by
- * (offset, id), in place: 0, or 1 when the offsets do not rise along it
- * (order then unchanged). */
+/* order[n], a permutation of the ids 0 .. n-1 (the caller's promise: not
+ * checked) whose offsets rise, ties in any order, to the order by (offset,
+ * id), in place: 0, or 1 when the offsets do not rise along it (order then
+ * unchanged). */
 int dbuf__order_settle(const int64_t *offsets, int64_t n, int64_t *order);
 
 /* dbuf_layout_from_parts() on arrays it takes (freed on failure too):
