@@ -1740,10 +1740,10 @@ START_TEST(test_order_identity)
 }
 END_TEST
 
-/* The tensor and compact builders hand their own order to the layout (the
- * ids counted out by owner; the ids as placed), whose ties they leave in
- * any order: empty tensors sit where the next tensor starts, across an
- * owner's end (tensor) and at 0 (compact).  Against (offset, id) sorted
+/* The tensor, compact and padded builders hand their own order to the
+ * layout (the ids counted out by owner; the ids as placed), whose ties they
+ * leave in any order: empty tensors sit where the next tensor starts,
+ * across an owner's end (tensor), at 0 (compact), in a gap's end (padded).  Against (offset, id) sorted
  * here by qsort, on random lists with empty tensors.  And
  * dbuf__order_settle() itself: ties put in id order, an order that does
  * not rise refused and left as it was. */
@@ -1775,12 +1775,12 @@ START_TEST(test_builder_order)
     }
     int *own = malloc((size_t)n * sizeof *own);
     int64_t *want = malloc((size_t)n * sizeof *want);
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
       dbuf_layout_params_t p;
       dbuf_layout_t *l;
       dbuf_diag_t d;
       dbuf_layout_params_init(&p);
-      p.kind = c < 2 ? DBUF_LAYOUT_TENSOR : DBUF_LAYOUT_COMPACT;
+      p.kind = c < 2 ? DBUF_LAYOUT_TENSOR : c == 2 ? DBUF_LAYOUT_COMPACT : DBUF_LAYOUT_PADDED;
       p.nranks = 1 + (int)(test_rng() % 6);
       p.auto_owners = c == 0;
       if (c == 1) { /* owners given, in short runs that wrap around the ranks */

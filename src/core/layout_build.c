@@ -294,9 +294,11 @@ frags_first_fitting(const frags_t *f, int64_t from, int64_t space)
   return lo;
 }
 
-/* Place the fragments that fit in [cursor, end), in the single-pass order. */
+/* Place the fragments that fit in [cursor, end), in the single-pass order;
+ * each id also goes to seq[(*nseq)++] (their offsets rise). */
 static void
-frags_fill(frags_t *f, int64_t cursor, int64_t end, int64_t *offsets)
+frags_fill(frags_t *f, int64_t cursor, int64_t end, int64_t *offsets, int64_t *seq,
+           int64_t *nseq)
 {
   int64_t k = frags_next(f, frags_first_fitting(f, 0, end - cursor));
   while (k < f->ng) {
@@ -325,6 +327,7 @@ frags_fill(frags_t *f, int64_t cursor, int64_t end, int64_t *offsets)
                                      : cursor;
       if (at <= end && g->numel <= end - at) {
         offsets[f->ids[s->head]] = at;
+        seq[(*nseq)++] = f->ids[s->head];
         cursor = at + g->numel;
         if (++s->head == s->end)
           g->live--;
@@ -344,6 +347,7 @@ typedef struct {
   const dbuf_tensors_t *t;
   int64_t n, chunk;
   int64_t *offsets;   /* [n], the result */
+  int64_t *seq, nseq; /* [n] the ids as placed, by rising offset */
   int64_t *reg, nreg; /* regular tensor ids, id order */
   frag_key_t *fk;     /* [nfrag] fragment keys */
   int64_t nfrag;
@@ -359,6 +363,7 @@ padded_free(padded_t *pd)
   frags_free(&pd->fr);
   free(pd->mt.v);
   free(pd->offsets);
+  free(pd->seq);
   free(pd->reg);
   free(pd->fk);
   free(pd->placed);
@@ -374,16 +379,19 @@ padded_init(padded_t *pd, const dbuf_tensors_t *t, int64_t block, dbuf_diag_t *d
   if ((rc = dbuf__layout_chunk(t, block, &pd->chunk, diag)) != 0)
     return rc;
   pd->offsets = dbuf__mallocn(pd->n, sizeof *pd->offsets);
+  pd->seq = dbuf__mallocn(pd->n, sizeof *pd->seq);
   pd->reg = dbuf__mallocn(pd->n, sizeof *pd->reg);
   pd->fk = dbuf__mallocn(pd->n, sizeof *pd->fk);
-  if (pd->offsets == NULL || pd->reg == NULL || pd->fk == NULL)
+  if (pd->offsets == NULL || pd->seq == NULL || pd->reg == NULL || pd->fk == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                       (long long)pd->n);
+  const uint32_t *sid = dbuf__tensors_shape_ids(t);
   for (int64_t i = 0; i < pd->n; i++) {
-    int64_t numel = dbuf_tensors_numel(t, i);
+    int64_t numel = dbuf__tensors_shape_numel(t, sid[i]);
     if (numel < pd->chunk) {
       /* block x row size divides the chunk: no overflow */
-      pd->fk[pd->nfrag++] = (frag_key_t){numel, block * dbuf_tensors_row_elems(t, i), i};
+      pd->fk[pd->nfrag++] =
+          (frag_key_t){numel, block * dbuf__tensors_shape_row_elems(t, sid[i]), i};
     } else {
       pd->reg[pd->nreg++] = i;
     }
@@ -394,7 +402,7 @@ padded_init(padded_t *pd, const dbuf_tensors_t *t, int64_t block, dbuf_diag_t *d
     return dbuf__diag(diag, DBUF_ENOMEM, "out of memory for %lld tensors",
                       (long long)pd->n);
   for (int64_t k = 0; k < pd->nreg; k++) {
-    int64_t rem = dbuf_tensors_numel(t, pd->reg[k]) % pd->chunk;
+    int64_t rem = dbuf__tensors_shape_numel(t, sid[pd->reg[k]]) % pd->chunk;
     if (rem != 0)
       pd->mt.v[pd->mt.base + k] = rem;
   }
@@ -429,6 +437,7 @@ place_regular(padded_t *pd, int64_t k, dbuf_diag_t *diag)
   int64_t id = pd->reg[k], numel = dbuf_tensors_numel(pd->t, id);
   int64_t rem = numel % pd->chunk, end, next;
   padded_take(pd, k, pd->end);
+  pd->seq[pd->nseq++] = id;
   if (dbuf__add(pd->end, numel, &end) || dbuf__round_up(end, pd->chunk, &next))
     return overflow_at(pd, id, diag);
   if (rem == 0) {
@@ -444,7 +453,9 @@ place_regular(padded_t *pd, int64_t k, dbuf_diag_t *diag)
     if (dbuf__add(gap_end, cnumel, &next))
       return overflow_at(pd, cid, diag);
   }
-  frags_fill(&pd->fr, end, gap_end, pd->offsets);
+  frags_fill(&pd->fr, end, gap_end, pd->offsets, pd->seq, &pd->nseq);
+  if (j >= 0)
+    pd->seq[pd->nseq++] = pd->reg[j]; /* after the fragments before it */
   pd->end = next;
   return 0;
 }
@@ -470,6 +481,7 @@ place_tail(padded_t *pd, dbuf_diag_t *diag)
       if (dbuf__round_up(pd->end, best->align, &at) || dbuf__add(at, g->numel, &pd->end))
         return overflow_at(pd, fr->ids[best->head], diag);
       pd->offsets[fr->ids[best->head]] = at;
+      pd->seq[pd->nseq++] = fr->ids[best->head];
       best->head++;
     }
   }
@@ -503,11 +515,13 @@ dbuf__layout_build_padded(const dbuf_tensors_t *t, const dbuf_layout_params_t *p
                       (long long)pd.end, (long long)pd.chunk, p->nranks);
     goto fail;
   }
-  int64_t *offsets = pd.offsets;
-  pd.offsets = NULL; /* assemble owns it now */
+  int64_t *offsets = pd.offsets, *order = pd.nseq == pd.n ? pd.seq : NULL;
+  pd.offsets = NULL; /* assemble owns them now */
+  if (order != NULL)
+    pd.seq = NULL;
   padded_free(&pd);
-  rc = dbuf__layout_assemble(t, DBUF_LAYOUT_PADDED, p->nranks, p->block_size,
-                             pd.chunk, size, offsets, range, NULL, out);
+  rc = dbuf__layout_assemble_ordered(t, DBUF_LAYOUT_PADDED, p->nranks, p->block_size,
+                                     pd.chunk, size, offsets, range, NULL, order, out);
   if (rc != 0)
     return dbuf__diag(diag, rc, "layout: %s", dbuf_strerror(rc));
   return 0;
