@@ -265,19 +265,20 @@ void *dbuf__memdup(const void *src, int64_t n, size_t sz);
 
 /* Prefaulting: on this kind of machine the first touch of fresh memory
  * (the kernel clearing pages) costs more than the work of a reader on
- * them.  A thread with time to spare faults in, ahead of the thread that
- * fills a list, the pages that list will write while it grows into its
- * reservation (madvise MADV_POPULATE_WRITE: the contents never change,
- * so it may run beside the writes).  dbuf__tensors_prefault_init() takes
- * the addresses once, on the thread that owns the list, after its
- * reservations; dbuf__prefault_to() is then called from the other thread
- * only, with how many tensors and name bytes (NULs included) the list
- * will soon hold: the per-tensor arrays and the name block are faulted in
- * up to there, the name index whole (its writes are random) once there
- * are tensors enough to touch nearly all its pages.  Stale addresses (the
- * list grew past its reservation) fault in nothing that matters: no
- * contents change.  Without kernel support (or after any failure) it does
- * nothing. */
+ * them.  The thread that fills a list, while it waits for more to add (a
+ * reader thread parses), faults in ahead the pages the list will write
+ * as it grows into its reservation (madvise MADV_POPULATE_WRITE: the
+ * contents never change).  dbuf__tensors_prefault_init() takes the
+ * addresses once, after the list's reservations; dbuf__prefault_to() is
+ * given how many tensors and name bytes (NULs included) the list will
+ * soon hold: the per-tensor arrays and the name block are faulted in up to
+ * there (a step more), the name index whole (its writes are random) once
+ * there are tensors enough to touch nearly all its pages; at most `most`
+ * bytes a call, so that the caller looks for its work often.  It returns 1
+ * when it faulted in anything, 0 when there was nothing to do.  Stale
+ * addresses (the list grew past its reservation) fault in nothing that
+ * matters: no contents change.  Without kernel support (or after any
+ * failure) it does nothing. */
 #define DBUF__PREFAULT_REGIONS 5
 typedef struct dbuf__prefault {
   struct {
@@ -288,7 +289,8 @@ typedef struct dbuf__prefault {
   int n, off;
 } dbuf__prefault_t;
 void dbuf__tensors_prefault_init(const struct dbuf_tensors *t, dbuf__prefault_t *pf);
-void dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes);
+int dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes,
+                      size_t most);
 
 /*
  * A layout or plan message handed on as it is written, without the whole

@@ -235,12 +235,13 @@ dbuf__tensors_prefault_init(const dbuf_tensors_t *t, dbuf__prefault_t *pf)
  * only then is the whole of it faulted in ahead. */
 #define PREFAULT_KEYS_A_PAGE 3
 
-void
-dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
+int
+dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes, size_t most)
 {
+  int did = 0;
 #ifdef MADV_POPULATE_WRITE
   const uintptr_t page = 4096;
-  for (int i = 0; i < pf->n && !pf->off; i++) {
+  for (int i = 0; i < pf->n && !pf->off && most > 0; i++) {
     size_t len = pf->r[i].len, done = pf->r[i].done, want; /* bytes soon written */
     int per = pf->r[i].per;
     if (per < 0)
@@ -256,17 +257,22 @@ dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes)
       continue; /* also once the whole region is done */
     /* a step past it, so that the next call has room to run ahead */
     want = want > len - PREFAULT_STEP || len < PREFAULT_STEP ? len : want + PREFAULT_STEP;
+    want = want - done > most ? done + most : want;
+    most -= want - done;
     uintptr_t a = ((uintptr_t)pf->r[i].base + done) & ~(page - 1);
     uintptr_t e = (uintptr_t)pf->r[i].base + want;
     if (madvise((void *)a, e - a, MADV_POPULATE_WRITE) != 0)
       pf->off = 1; /* an old kernel, or no memory: the writer faults */
     pf->r[i].done = want;
+    did = 1;
   }
 #else
   (void)tensors;
   (void)name_bytes;
+  (void)most;
   pf->off = 1;
 #endif
+  return did;
 }
 
 void *
