@@ -347,17 +347,18 @@ dbuf__layout_assemble_ordered(const dbuf_tensors_t *tensors, dbuf_layout_kind_t 
   int sorted = 1;
   for (int64_t i = 1; i < n && sorted; i++)
     sorted = l->offsets[i - 1] <= l->offsets[i];
+  /* The builder's order once checked, else the offsets sorted (into the
+   * builder's array when it has one). */
+  if (!sorted && (order == NULL || dbuf__order_settle(l->offsets, n, order) != 0)) {
+    rc = DBUF_ENOMEM;
+    if ((order == NULL && (order = dbuf__mallocn(n, sizeof *order)) == NULL) ||
+        (rc = dbuf__sort_ids(l->offsets, n, order)) != 0)
+      goto fail;
+  }
   if (!sorted) {
     l->order = order;
     order = NULL;
   }
-  rc = DBUF_ENOMEM;
-  if (!sorted && l->order != NULL && dbuf__order_settle(l->offsets, n, l->order) == 0)
-    rc = 0; /* the builder's, checked */
-  else if (!sorted &&
-           ((l->order == NULL && (l->order = dbuf__mallocn(n, sizeof *l->order)) == NULL) ||
-            (rc = dbuf__sort_ids(l->offsets, n, l->order)) != 0))
-    goto fail;
   free(order);
   l->sane = l->range[0] == 0 && l->range[nranks] == size;
   for (int r = 0; r < nranks && l->sane; r++)

@@ -478,13 +478,20 @@ pass_grouped(pack_t *ps)
   return 0;
 }
 
-/* After a pass: every offset written (a tensor left out would leave its
- * offset unset, and the order short), or an internal error. */
+/* One pass into fresh off[n] and seq[n] (the caller frees them, also on
+ * failure); every offset must be written (a tensor left out would leave
+ * its offset unset, and the order short), else an internal error. */
 static int
-all_placed(const pack_t *ps)
+run_pass(pack_t *ps, int (*pass)(pack_t *), int64_t **off, int64_t **seq)
 {
-  if (ps->nseq == ps->n)
-    return 0;
+  int rc;
+  *off = dbuf__mallocn(ps->n, sizeof **off);
+  *seq = dbuf__mallocn(ps->n, sizeof **seq);
+  if (*off == NULL || *seq == NULL)
+    return DBUF_ENOMEM;
+  pack_reset(ps, *off, *seq);
+  if ((rc = pass(ps)) != 0 || ps->nseq == ps->n)
+    return rc;
   return dbuf__diag(ps->diag, DBUF_ELAYOUT, "internal error: compact placed %lld of %lld tensors",
                     (long long)ps->nseq, (long long)ps->n);
 }
@@ -535,29 +542,13 @@ dbuf__layout_build_compact(const dbuf_tensors_t *t, const dbuf_layout_params_t *
                       "ranks) overflows 64 bits",
                       (long long)dbuf_tensors_total(t), (long long)chunk,
                       p->nranks);
-  if ((rc = pack_init(&ps, t, p, diag)) != 0)
-    goto fail;
-  off = dbuf__mallocn(n, sizeof *off);
-  seq = dbuf__mallocn(n, sizeof *seq);
-  if (off == NULL || seq == NULL) {
-    rc = DBUF_ENOMEM;
-    goto fail;
-  }
-
-  pack_reset(&ps, off, seq);
-  if ((rc = pass_ordered(&ps)) != 0 || (rc = all_placed(&ps)) != 0)
+  if ((rc = pack_init(&ps, t, p, diag)) != 0 ||
+      (rc = run_pass(&ps, pass_ordered, &off, &seq)) != 0)
     goto fail;
   end = ps.p;
   if (end > bound && ps.m > 0) {
     int64_t ordered_end = end;
-    alt = dbuf__mallocn(n, sizeof *alt);
-    alt_seq = dbuf__mallocn(n, sizeof *alt_seq);
-    if (alt == NULL || alt_seq == NULL) {
-      rc = DBUF_ENOMEM;
-      goto fail;
-    }
-    pack_reset(&ps, alt, alt_seq);
-    if ((rc = pass_grouped(&ps)) != 0 || (rc = all_placed(&ps)) != 0)
+    if ((rc = run_pass(&ps, pass_grouped, &alt, &alt_seq)) != 0)
       goto fail;
     if (ps.p < ordered_end) {
       int64_t *tmp = off;
