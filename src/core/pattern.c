@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define PROGRESS_STEP ((int64_t)64 << 20) /* bytes between progress calls */
+#define FILL_RUN ((int64_t)1 << 20)       /* bytes of one fill_rows() call, at most */
 
 /* Per-row base: a splitmix64 of (tensor, row). */
 static inline uint64_t
@@ -120,14 +121,17 @@ spread(uint64_t b, int64_t es)
 }
 
 typedef uint64_t v4u64 __attribute__((vector_size(32)));
+typedef uint64_t v8u64 __attribute__((vector_size(64)));
 
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define CLONES __attribute__((target_clones("avx2", "default")))
+#define FILL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
 #ifndef CLONES
 #define CLONES
+#define FILL_CLONES
 #endif
 
 /*
@@ -188,16 +192,27 @@ stream_end(void)
 
 /* dst[0 .. n) = src ^ the eight bytes of pat repeated; n a multiple of the
  * element size, src and dst at element boundaries; stream: around the
- * caches (see STREAM_MIN). */
-CLONES static void
+ * caches (see STREAM_MIN).  Inlined into fill_rows(): each of its clones
+ * gets its own vector width, and a block costs no call.  A cache line is
+ * one store where the CPU has 64-byte vectors: over lines the kernel has
+ * just zeroed (a fresh page), that wrote 2 MiB pages about 10% faster than
+ * 32-byte stores on an Intel Xeon. */
+static inline __attribute__((always_inline)) void
 xor_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t pat, int stream)
 {
+  v8u64 p8 = {pat, pat, pat, pat, pat, pat, pat, pat};
   v4u64 p = {pat, pat, pat, pat};
   uint8_t pb[8];
   size_t i = stream ? xor_stream(dst, src, n, pat) : 0;
   memcpy(pb, &pat, 8);
   /* The word loops take pat as it is: from a multiple of 8 bytes only
    * (after streaming, what is left is under 16 bytes anyway). */
+  for (; (i & 7) == 0 && i + 64 <= n; i += 64) {
+    v8u64 x;
+    memcpy(&x, src + i, 64);
+    x ^= p8;
+    memcpy(dst + i, &x, 64);
+  }
   for (; (i & 7) == 0 && i + 32 <= n; i += 32) {
     v4u64 x;
     memcpy(&x, src + i, 32);
@@ -240,12 +255,10 @@ xor_equal(const uint8_t *a, const uint8_t *src, size_t n, uint64_t pat)
   return (acc[0] | acc[1] | acc[2] | acc[3] | acc1) == 0;
 }
 
-/* Columns [c0, c1) of one row, by blocks: fill (buf written, streamed
- * when stream) or compare (buf read; returns 0 on the first block that
- * differs). */
+/* Whether columns [c0, c1) of one row, held at in, match the pattern; by
+ * blocks, 0 on the first block that differs. */
 static int
-row_cols(const tab_t *t, uint8_t *out, const uint8_t *in, uint64_t base, int64_t c0,
-         int64_t c1, int stream)
+row_equal(const tab_t *t, const uint8_t *in, uint64_t base, int64_t c0, int64_t c1)
 {
   int64_t es = t->es;
   for (int64_t c = c0; c < c1;) {
@@ -254,14 +267,41 @@ row_cols(const tab_t *t, uint8_t *out, const uint8_t *in, uint64_t base, int64_t
       ce = c1;
     uint64_t b = block_word(base, blk);
     const uint8_t *src = t->bytes + ((c & (TAB_K - 1)) + block_rot(b)) * es;
-    size_t n = (size_t)((ce - c) * es);
-    if (out != NULL)
-      xor_copy(out + (c - c0) * es, src, n, spread(b, es), stream);
-    else if (!xor_equal(in + (c - c0) * es, src, n, spread(b, es)))
+    if (!xor_equal(in + (c - c0) * es, src, (size_t)((ce - c) * es), spread(b, es)))
       return 0;
     c = ce;
   }
   return 1;
+}
+
+/* n elements of tensor id from (*row, *col), row_elems elements a row,
+ * written at out by blocks (streamed when stream); *row and *col are left
+ * at the element after them.  One call covers many rows (see FILL_RUN). */
+FILL_CLONES static void
+fill_rows(const tab_t *t, uint8_t *out, int64_t id, int64_t *row, int64_t *col,
+          int64_t row_elems, int64_t n, int stream)
+{
+  int64_t es = t->es, r = *row, c = *col;
+  uint64_t base = row_base(id, r);
+  while (n > 0) {
+    int64_t blk = c >> TAB_BITS, ce = (blk + 1) << TAB_BITS;
+    if (ce > row_elems)
+      ce = row_elems;
+    if (ce - c > n)
+      ce = c + n;
+    uint64_t b = block_word(base, blk);
+    const uint8_t *src = t->bytes + ((c & (TAB_K - 1)) + block_rot(b)) * es;
+    xor_copy(out, src, (size_t)((ce - c) * es), spread(b, es), stream);
+    out += (ce - c) * es;
+    n -= ce - c;
+    c = ce;
+    if (c == row_elems) {
+      base = row_base(id, ++r);
+      c = 0;
+    }
+  }
+  *row = r;
+  *col = c;
 }
 
 static int
@@ -417,15 +457,12 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
       }
       dbuf_rows_t rows;
       dbuf_layout_rows_in(l, pc.tensor, gb, ge, &rows);
-      int64_t re = dbuf_tensors_row_elems(t, pc.tensor);
+      int64_t re = dbuf_tensors_row_elems(t, pc.tensor), run = FILL_RUN / elem_size;
       int64_t row = rows.first_row, col = rows.first_col;
       for (int64_t at = gb; at < ge;) {
-        int64_t take = re - col < ge - at ? re - col : ge - at;
-        row_cols(&tab, out + (at - start) * elem_size, NULL, row_base(pc.tensor, row), col,
-                 col + take, stream);
+        int64_t take = run < ge - at ? run : ge - at;
+        fill_rows(&tab, out + (at - start) * elem_size, pc.tensor, &row, &col, re, take, stream);
         at += take;
-        row++;
-        col = 0;
         if ((rc = progress_add(&pr, take * elem_size)) != 0)
           goto out;
         stores_step(&st, pr.done, &stream);
@@ -561,7 +598,7 @@ dbuf_pattern_verify(const dbuf_layout_t *l, int64_t start, int64_t end,
         const uint8_t *p = in + (at - start) * elem_size;
         /* Fast pass on the table; the bad columns, if any, located with
          * dbuf_pattern_word() itself. */
-        if (!row_cols(&tab, NULL, p, base, col, col + take, 0)) {
+        if (!row_equal(&tab, p, base, col, col + take)) {
           for (int64_t i = 0; i < take; i++) {
             uint64_t want = dbuf_pattern_word(id, row, col + i) & mask;
             uint64_t got = load(p + i * elem_size, elem_size);
