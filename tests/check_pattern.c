@@ -333,16 +333,17 @@ START_TEST(test_args_and_progress)
 }
 END_TEST
 
-/* The first fill of 48 MiB or more in a process tries streaming stores on
- * its first 16 MiB and cached ones on the next, and keeps the faster: the
- * bytes are those of the fill in pieces of under 4 MiB (cached stores
- * only), through the switches, and so they are with either kind chosen. */
+/* The first fill of dbuf__pattern_trial_min() bytes or more in a process
+ * alternates streaming and cached stores over its first 2 MiB chunks and
+ * keeps the faster: the bytes are those of the fill in pieces of under
+ * 4 MiB (cached stores only), through the switches, and so they are with
+ * either kind chosen. */
 START_TEST(test_store_trial)
 {
   static const int64_t shapes[][2] = {{1700, 4001}, {333, 0}};
   dbuf_layout_t *l = layout_3(shapes, 2, 'T');
   const int64_t size = dbuf_layout_size(l), es = 8, bytes = size * es;
-  ck_assert_int_ge(bytes, (int64_t)48 << 20);
+  ck_assert_int_ge(bytes, 2 * dbuf__pattern_trial_min());
   uint8_t *buf = malloc((size_t)bytes), *ref = malloc((size_t)bytes);
   ck_assert(buf != NULL && ref != NULL);
   int64_t step = ((int64_t)3 << 20) / es + 7;
@@ -351,6 +352,15 @@ START_TEST(test_store_trial)
     ck_assert_int_eq(dbuf_pattern_fill(l, a, b, ref + a * es, es, NULL, NULL), 0);
   }
   ck_assert_int_eq(dbuf__pattern_stores(0), 0); /* not chosen */
+  /* One element short of the trial's least fill: no trial, nothing chosen. */
+  int64_t below = dbuf__pattern_trial_min() / es - 1;
+  ck_assert_int_lt(below, size);
+  memset(buf, 0xa5, (size_t)bytes);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, below, buf, es, NULL, NULL), 0);
+  ck_assert(memcmp(ref, buf, (size_t)(below * es)) == 0);
+  ck_assert_int_eq(dbuf__pattern_stores(-1), 0);
+  /* The whole buffer: the trial's chunks alternate the stores, the bytes
+   * are the reference's, and a kind is chosen. */
   memset(buf, 0xa5, (size_t)bytes);
   ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
   ck_assert(memcmp(ref, buf, (size_t)bytes) == 0);

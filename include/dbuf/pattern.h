@@ -43,11 +43,11 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * Not collective.  Every byte of buf (end - start) x elem_size bytes long is
  * written exactly once.  A fill of 4 MiB or more may write around the
  * caches (non-temporal stores on x86-64, fenced before the call returns):
- * the first fill of 48 MiB or more in a process writes 16 MiB that way and
- * the next 16 MiB through the caches, timing each, and it and every later
- * fill keep the faster (streaming doubled a fill into touched memory on one
- * host and halved it into fresh huge pages on another).  The bytes are the
- * same either way.
+ * the first fill of 24 MiB or more in a process writes its first four
+ * 2 MiB chunks alternately that way and through the caches, timing each,
+ * and it and every later fill keep the kind of the fastest chunk
+ * (streaming doubled a fill into touched memory on one host and halved it
+ * into fresh huge pages on another).  The bytes are the same either way.
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
  * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size),

@@ -366,9 +366,11 @@ DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 DBUF__SHARED const int64_t *dbuf__layout_order_or_null(const struct dbuf_layout *l);
 #define DBUF__AT(order, p) ((order) != NULL ? (order)[p] : (int64_t)(p))
 
-/* The stores large pattern fills use, chosen by the first fill of 48 MiB
- * or more in the process (src/core/pattern.c): 0 not chosen yet, 1
- * streaming, 2 cached; set >= 0 sets it first (for the tests). */
+/* The stores large pattern fills use, chosen by the first fill of
+ * dbuf__pattern_trial_min() bytes or more in the process (24 MiB:
+ * src/core/pattern.c): 0 not chosen yet, 1 streaming, 2 cached; set >= 0
+ * sets it first (for the tests). */
 DBUF__SHARED int dbuf__pattern_stores(int set);
+DBUF__SHARED int64_t dbuf__pattern_trial_min(void);
 
 #endif /* DBUF_CORE_INTERNAL_H */

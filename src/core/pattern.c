@@ -336,15 +336,19 @@ typedef struct {
  * Which stores a large fill writes with.  Streaming stores doubled the fill
  * into touched memory on one host (an AMD EPYC: 11-13 to 22 GB/s); into the
  * freshly faulted huge pages of a new segment they halved it on another (a
- * Xeon: 5.0 to 3.1 GB/s, the kernel's zeroing leaves the lines in the
- * caches).  So the first fill of at least 3 x TRIAL bytes in a process
- * writes its first TRIAL bytes streamed and its next TRIAL cached, timing
- * each, and it and every later fill use the faster.  The bytes are the same
- * either way.
+ * Xeon: 6 to 3.3 GB/s, likely because the kernel zeroes a page through
+ * the caches and a streaming store must first push the zeroed line out).  So the first fill
+ * of at least 3 x TRIAL_CHUNKS x TRIAL_CHUNK bytes in a process tries both:
+ * its first TRIAL_CHUNKS chunks of TRIAL_CHUNK bytes (a huge page each)
+ * alternate streamed and cached, each timed, and it and every later fill
+ * use the stores of the fastest chunk.  Alternating meets both kinds with
+ * the memory in the same state, and the best chunk of each kind keeps one
+ * slow page fault from deciding.  The bytes are the same either way.
  */
 enum { STORES_UNKNOWN, STORES_STREAM, STORES_CACHED };
 static atomic_int stores_kind;
-#define TRIAL ((int64_t)16 << 20)
+#define TRIAL_CHUNK ((int64_t)2 << 20)
+#define TRIAL_CHUNKS 4
 
 int
 dbuf__pattern_stores(int set)
@@ -354,12 +358,19 @@ dbuf__pattern_stores(int set)
   return atomic_load(&stores_kind);
 }
 
-/* A fill's stores: *stream as the fill starts, then its trial (stage 1:
- * streamed up to mark, 2: cached up to mark, 0: none or done). */
+int64_t
+dbuf__pattern_trial_min(void)
+{
+  return 3 * TRIAL_CHUNKS * TRIAL_CHUNK;
+}
+
+/* A fill's stores: *stream as the fill starts, then its trial (chunk: the
+ * trial chunk being written, even ones streamed, up to mark; -1: no trial
+ * or done). */
 typedef struct {
-  int stage;
+  int chunk;
   int64_t mark, from;
-  double t0, rate1;
+  double t0, best[2]; /* the best GB/s of streamed [0] and cached [1] chunks */
 } stores_t;
 
 static void
@@ -367,36 +378,39 @@ stores_start(stores_t *st, int64_t total, int *stream)
 {
   int kind = atomic_load(&stores_kind);
   memset(st, 0, sizeof *st);
+  st->chunk = -1;
   *stream = total >= STREAM_MIN && kind != STORES_CACHED;
-  if (*stream && kind == STORES_UNKNOWN && total >= 3 * TRIAL) {
-    st->stage = 1;
-    st->mark = TRIAL;
+  if (*stream && kind == STORES_UNKNOWN && total >= dbuf__pattern_trial_min()) {
+    st->chunk = 0;
+    st->mark = TRIAL_CHUNK;
     st->t0 = dbuf__now();
   }
 }
 
-/* After done bytes of the fill: the trial's next stage once it passed
- * mark. */
+/* After done bytes of the fill: the trial's next chunk once it passed mark,
+ * and the choice after the last. */
 static void
 stores_step(stores_t *st, int64_t done, int *stream)
 {
-  if (st->stage == 0 || done < st->mark)
+  if (st->chunk < 0 || done < st->mark)
     return;
   double t = dbuf__now() - st->t0, rate = (double)(done - st->from) / (t > 1e-9 ? t : 1e-9);
-  if (st->stage == 1) { /* streamed so far: now cached */
+  int cached = st->chunk & 1;
+  if (rate > st->best[cached])
+    st->best[cached] = rate;
+  if (*stream)
     stream_end();
-    st->rate1 = rate;
-    st->stage = 2;
+  if (++st->chunk < TRIAL_CHUNKS) {
+    *stream = !(st->chunk & 1);
     st->from = done;
-    st->mark = done + TRIAL;
+    st->mark = done + TRIAL_CHUNK;
     st->t0 = dbuf__now();
-    *stream = 0;
     return;
   }
-  int kind = rate > st->rate1 ? STORES_CACHED : STORES_STREAM, none = STORES_UNKNOWN;
+  int kind = st->best[1] > st->best[0] ? STORES_CACHED : STORES_STREAM, none = STORES_UNKNOWN;
   (void)atomic_compare_exchange_strong(&stores_kind, &none, kind); /* the first to finish */
   *stream = atomic_load(&stores_kind) == STORES_STREAM;
-  st->stage = 0;
+  st->chunk = -1;
 }
 
 static int
