@@ -6,12 +6,13 @@
 #include "dbuf/layout.h"
 #include "dbuf/pattern.h"
 
-#include "core_internal.h" /* test_store_trial */
+#include "core_internal.h" /* test_store_choice */
 
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static dbuf_layout_t *
 layout_of(int which)
@@ -333,48 +334,72 @@ START_TEST(test_args_and_progress)
 }
 END_TEST
 
-/* The first fill of dbuf__pattern_trial_min() bytes or more in a process
- * alternates streaming and cached stores over its first 2 MiB chunks and
- * keeps the faster: the bytes are those of the fill in pieces of under
- * 4 MiB (cached stores only), through the switches, and so they are with
- * either kind chosen. */
-START_TEST(test_store_trial)
+/* Fills of 4 MiB and more stream where the page was faulted in already
+ * and write through the caches elsewhere (dbuf__pattern_resident, asked
+ * once every 2 MiB): into a fresh mapping nothing is streamed, into the
+ * same mapping written once every tensor byte is, into a mapping whose
+ * first half was written a part; the bytes are those of the fill in pieces
+ * of under 4 MiB (cached stores only) every time, and with either kind
+ * forced.  Where the fill cannot stream, nothing is ever streamed. */
+START_TEST(test_store_choice)
 {
+#if defined(__linux__) && defined(__x86_64__) && defined(__SSE2__)
+  const int can = 1;
+#else
+  const int can = 0;
+#endif
   static const int64_t shapes[][2] = {{1700, 4001}, {333, 0}};
   dbuf_layout_t *l = layout_3(shapes, 2, 'T');
   const int64_t size = dbuf_layout_size(l), es = 8, bytes = size * es;
-  ck_assert_int_ge(bytes, 2 * dbuf__pattern_trial_min());
-  uint8_t *buf = malloc((size_t)bytes), *ref = malloc((size_t)bytes);
-  ck_assert(buf != NULL && ref != NULL);
+  const int64_t tensor_bytes = (1700 * 4001 + 333) * es;
+  const size_t len = (size_t)bytes;
+  ck_assert_int_ge(bytes, (int64_t)16 << 20);
+  uint8_t *ref = malloc(len);
+  ck_assert(ref != NULL);
   int64_t step = ((int64_t)3 << 20) / es + 7;
   for (int64_t a = 0; a < size; a += step) {
     int64_t b = a + step < size ? a + step : size;
     ck_assert_int_eq(dbuf_pattern_fill(l, a, b, ref + a * es, es, NULL, NULL), 0);
+    ck_assert_int_eq(dbuf__pattern_last_streamed(), 0); /* under 4 MiB */
   }
-  ck_assert_int_eq(dbuf__pattern_stores(0), 0); /* not chosen */
-  /* One element short of the trial's least fill: no trial, nothing chosen. */
-  int64_t below = dbuf__pattern_trial_min() / es - 1;
-  ck_assert_int_lt(below, size);
-  memset(buf, 0xa5, (size_t)bytes);
-  ck_assert_int_eq(dbuf_pattern_fill(l, 0, below, buf, es, NULL, NULL), 0);
-  ck_assert(memcmp(ref, buf, (size_t)(below * es)) == 0);
-  ck_assert_int_eq(dbuf__pattern_stores(-1), 0);
-  /* The whole buffer: the trial's chunks alternate the stores, the bytes
-   * are the reference's, and a kind is chosen. */
-  memset(buf, 0xa5, (size_t)bytes);
-  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
-  ck_assert(memcmp(ref, buf, (size_t)bytes) == 0);
-  int chosen = dbuf__pattern_stores(-1);
-  ck_assert(chosen == 1 || chosen == 2);
+  ck_assert_int_eq(dbuf__pattern_stores(-1), 0); /* by page: the default */
+  /* A fresh mapping: cached stores only. */
+  uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert(m != MAP_FAILED);
+  ck_assert_int_eq(dbuf__pattern_resident(m), 0);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, es, NULL, NULL), 0);
+  ck_assert(memcmp(ref, m, len) == 0);
+  ck_assert_int_eq(dbuf__pattern_last_streamed(), 0);
+  /* Written once: every tensor byte streamed. */
+  ck_assert_int_eq(dbuf__pattern_resident(m), can);
+  ck_assert_int_eq(dbuf__pattern_resident(m + len - 1), can);
+  memset(m, 0xa5, len);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, es, NULL, NULL), 0);
+  ck_assert(memcmp(ref, m, len) == 0);
+  ck_assert_int_eq(dbuf__pattern_last_streamed(), can ? tensor_bytes : 0);
+  /* Half written, half fresh: a part streamed. */
+  ck_assert_int_eq(munmap(m, len), 0);
+  m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert(m != MAP_FAILED);
+  memset(m, 0xa5, len / 2);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, es, NULL, NULL), 0);
+  ck_assert(memcmp(ref, m, len) == 0);
+  int64_t part = dbuf__pattern_last_streamed();
+  if (can)
+    ck_assert_msg(part > 0 && part < tensor_bytes, "streamed %lld", (long long)part);
+  else
+    ck_assert_int_eq(part, 0);
+  /* Either kind forced, into written memory: the same bytes. */
   for (int kind = 1; kind <= 2; kind++) {
     dbuf__pattern_stores(kind);
-    memset(buf, 0xa5, (size_t)bytes);
-    ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, buf, es, NULL, NULL), 0);
-    ck_assert_msg(memcmp(ref, buf, (size_t)bytes) == 0, "kind %d", kind);
+    memset(m, 0xa5, len);
+    ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, es, NULL, NULL), 0);
+    ck_assert_msg(memcmp(ref, m, len) == 0, "kind %d", kind);
+    ck_assert_int_eq(dbuf__pattern_last_streamed(), kind == 1 && can ? tensor_bytes : 0);
     ck_assert_int_eq(dbuf__pattern_stores(-1), kind); /* kept */
   }
-  dbuf__pattern_stores(chosen);
-  free(buf);
+  dbuf__pattern_stores(0);
+  ck_assert_int_eq(munmap(m, len), 0);
   free(ref);
   dbuf_layout_destroy(l);
 }
@@ -391,7 +416,7 @@ main(void)
   tcase_add_test(tc, test_args_and_progress);
   tcase_add_test(tc, test_wide_rows);
   tcase_add_test(tc, test_large_fill);
-  tcase_add_test(tc, test_store_trial);
+  tcase_add_test(tc, test_store_choice);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

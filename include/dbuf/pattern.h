@@ -4,18 +4,21 @@
  *
  * Not collective.  Element (tensor t, row r, column c) holds the low
  * elem_size bytes of dbuf_pattern_word(t, r, c), as an unsigned integer of
- * elem_size bytes in the host's byte order; padding holds zeros.  The column counts elements inside the row (0 ..
- * row_elems - 1), so every element of every tensor has its own value.
+ * elem_size bytes in the host's byte order; padding holds zeros.  The
+ * column counts elements inside the row (0 .. row_elems - 1), so every
+ * element of every tensor has its own value.
  *
  * The fill and the verifier share only dbuf_pattern_word().  The fill walks
- * the layout's pieces (dbuf_layout_rank_pieces) row by row; the verifier
+ * the layout's pieces (dbuf_layout_rank_pieces), their rows in runs of up
+ * to 1 MiB; the verifier
  * finds the tensor at each offset on its own, with dbuf_layout_tensor_at()
  * and the tensor offsets, once per run of one tensor or of padding, so a bug
  * in the piece arithmetic cannot hide in both.
  *
- * Thread safety: no global state; the fill writes only the caller's buffer
- * and the verifier only reads it, so threads may fill or verify disjoint
- * windows of one segment at once with one shared layout.
+ * Thread safety: no state shared between calls (a switch the tests set
+ * aside); the fill writes only the caller's buffer and the verifier only
+ * reads it, so threads may fill or verify disjoint windows of one segment
+ * at once with one shared layout.
  * Ownership: every buffer is the caller's; nothing here allocates for the
  * caller.
  */
@@ -41,13 +44,15 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * \brief Write the pattern of global elements [start, end) into buf.
  *
  * Not collective.  Every byte of buf (end - start) x elem_size bytes long is
- * written exactly once.  A fill of 4 MiB or more may write around the
- * caches (non-temporal stores on x86-64, fenced before the call returns):
- * the first fill of 24 MiB or more in a process writes its first four
- * 2 MiB chunks alternately that way and through the caches, timing each,
- * and it and every later fill keep the kind of the fastest chunk
- * (streaming doubled a fill into touched memory on one host and halved it
- * into fresh huge pages on another).  The bytes are the same either way.
+ * written exactly once.  A fill of 4 MiB or more on Linux x86-64 writes
+ * around the caches (non-temporal stores, fenced before the call returns)
+ * wherever the memory has been written before, and through the caches
+ * where it has not: it asks the kernel (mincore) about the page at the
+ * start of every 2 MiB.  Into memory written before (a locked segment, a
+ * buffer filled again) streaming avoids reading every line before writing
+ * it; into pages not yet faulted in, the kernel clears each page through
+ * the caches at its first store, and streaming would write every line
+ * twice.  The bytes are the same either way.
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
  * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size),

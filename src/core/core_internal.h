@@ -366,11 +366,14 @@ DBUF__SHARED int64_t dbuf__wire_rx_ahead(const dbuf__wire_rx_t *rx);
 DBUF__SHARED const int64_t *dbuf__layout_order_or_null(const struct dbuf_layout *l);
 #define DBUF__AT(order, p) ((order) != NULL ? (order)[p] : (int64_t)(p))
 
-/* The stores large pattern fills use, chosen by the first fill of
- * dbuf__pattern_trial_min() bytes or more in the process (24 MiB:
- * src/core/pattern.c): 0 not chosen yet, 1 streaming, 2 cached; set >= 0
- * sets it first (for the tests). */
+/* The stores of pattern fills of 4 MiB and more (src/core/pattern.c): 0
+ * streamed where the page was faulted in already, cached elsewhere (the
+ * default); 1 always streamed, 2 always cached; set >= 0 sets it first
+ * (for the tests).  resident: whether the page holding p has been faulted
+ * in (0 where that cannot be told, and where the fill never streams).
+ * last_streamed: bytes the calling thread's last fill wrote streamed. */
 DBUF__SHARED int dbuf__pattern_stores(int set);
-DBUF__SHARED int64_t dbuf__pattern_trial_min(void);
+DBUF__SHARED int dbuf__pattern_resident(const void *p);
+DBUF__SHARED int64_t dbuf__pattern_last_streamed(void);
 
 #endif /* DBUF_CORE_INTERNAL_H */
