@@ -19,7 +19,11 @@
  * that both meet the memory in the same state (a VM may have handed freed
  * memory back to its host, which makes the next first touch slow).  Rank 0
  * prints one line per measure with the best and the median GB/s (1e9 bytes)
- * of the rounds, and whether the segments were bound and huge-page advised.
+ * of the rounds, and whether the segments were bound and huge-page advised;
+ * "first" is round 0's touch alone, which comes first in the process (its
+ * first large segment, as the service's fill is: a new process's first
+ * touch meets memory in another state than one right after a free in the
+ * same process, see docs/performance.md).
  */
 #include "dbuf/dbuf.h"
 #include "dbuf/mem.h"
@@ -235,11 +239,13 @@ main(int argc, char **argv)
   int all[2] = {bound, huge}, both[2];
   MPI_Allreduce(all, both, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank == 0) {
+    double first = gbps[0][0]; /* before the sort below */
     for (int m = 0; m < nm; m++) {
       qsort(gbps[m], (size_t)rounds, sizeof gbps[m][0], cmp_double);
       printf("%s best %.3f median %.3f\n", measure_name[m], gbps[m][rounds - 1],
              gbps[m][rounds / 2]);
     }
+    printf("first %.3f\n", first);
     printf("bound %d hugepage %d bytes %lld rounds %ld sink %llu\n", both[0], both[1], bytes,
            rounds, (unsigned long long)(sink & 1));
   }
