@@ -229,12 +229,14 @@ START_TEST(test_wide_rows)
 END_TEST
 
 /*
- * Fills of 4 MiB and more take the streaming stores (around the caches):
+ * Fills of 4 MiB and more may take the streaming stores (around the
+ * caches: here the refills into the buffer, whose pages are resident):
  * a 5 MB to 40 MB buffer (odd row length, so rows start at every alignment)
  * filled whole, from an odd start, into a pointer off a 16-byte boundary and
- * into pointers off any element boundary (1, 4, 6 bytes), equals the oracle element by element and the fill in pieces
- * under 4 MiB; the verifier passes it and names a corrupted element in the
- * middle by tensor, row and column.
+ * into pointers off any element boundary (1, 4, 6 bytes), equals the
+ * oracle element by element and the fill in pieces under 4 MiB; the
+ * verifier passes it and names a corrupted element in the middle by
+ * tensor, row and column.
  */
 START_TEST(test_large_fill)
 {
@@ -389,6 +391,35 @@ START_TEST(test_store_choice)
     ck_assert_msg(part > 0 && part < tensor_bytes, "streamed %lld", (long long)part);
   else
     ck_assert_int_eq(part, 0);
+  /* An empty fill and a refused one stream nothing (not the last fill's
+   * count). */
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, es, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf__pattern_last_streamed(), can ? tensor_bytes : 0);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 5, 5, m, es, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf__pattern_last_streamed(), 0);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, 8, NULL, NULL), 0);
+  ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, m, 3, NULL, NULL), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf__pattern_last_streamed(), 0);
+  /* Off every element boundary (a view into a mapped file need not be
+   * aligned), into fresh mappings with and without huge pages: an element
+   * then straddles every 2 MiB boundary, and the span after it is asked
+   * about before that element touches it, so nothing is streamed. */
+  for (int off = 1; off < 8; off += 2)
+    for (int huge = 0; huge < 2; huge++) {
+      size_t flen = len + 8 + ((size_t)2 << 20);
+      uint8_t *f = mmap(NULL, flen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ck_assert(f != MAP_FAILED);
+#ifdef MADV_HUGEPAGE
+      if (huge)
+        (void)madvise(f, flen, MADV_HUGEPAGE); /* where THP is offered */
+#endif
+      uint8_t *v = f + ((size_t)2 << 20) - 4096 + (size_t)off; /* near a boundary */
+      ck_assert_int_eq(dbuf_pattern_fill(l, 0, size, v, es, NULL, NULL), 0);
+      ck_assert(memcmp(ref, v, len) == 0);
+      ck_assert_msg(dbuf__pattern_last_streamed() == 0, "off %d huge %d: %lld streamed", off, huge,
+                    (long long)dbuf__pattern_last_streamed());
+      ck_assert_int_eq(munmap(f, flen), 0);
+    }
   /* Either kind forced, into written memory: the same bytes. */
   for (int kind = 1; kind <= 2; kind++) {
     dbuf__pattern_stores(kind);

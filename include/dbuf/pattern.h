@@ -46,13 +46,15 @@ typedef int (*dbuf_progress_fn)(int64_t done, int64_t total, void *arg);
  * Not collective.  Every byte of buf (end - start) x elem_size bytes long is
  * written exactly once.  A fill of 4 MiB or more on Linux x86-64 writes
  * around the caches (non-temporal stores, fenced before the call returns)
- * wherever the memory has been written before, and through the caches
- * where it has not: it asks the kernel (mincore) about the page at the
- * start of every 2 MiB.  Into memory written before (a locked segment, a
- * buffer filled again) streaming avoids reading every line before writing
- * it; into pages not yet faulted in, the kernel clears each page through
- * the caches at its first store, and streaming would write every line
- * twice.  The bytes are the same either way.
+ * where the pages are resident, and through the caches where they are not:
+ * it asks the kernel (mincore) about the first page of every 2 MiB span
+ * before it writes any byte of it (for the first span, the page at buf).
+ * Into memory written before (a locked segment, a buffer filled again)
+ * streaming saves reading every line before writing it; into pages not yet
+ * faulted in, the kernel clears each page through the caches at its first
+ * store, and streaming would write every line twice.  Anonymous memory
+ * that was only read (the shared zero page) and file mappings count as
+ * resident when mincore says so.  The bytes are the same either way.
  * \param[in] elem_size  1, 2, 4 or 8
  * \param[in] progress   may be NULL; called about every 64 MiB
  * \return 0, or DBUF_EINVAL (NULL buf with a non-empty range, bad elem_size),

@@ -342,15 +342,16 @@ typedef struct {
 } progress_t;
 
 /*
- * Which stores a large fill writes with, chosen for every 2 MiB of the
- * output (STORES_SPAN) by whether the page it starts in has been faulted
- * in.  Into memory already written, streaming stores save reading each
- * line before it is overwritten: 11.1 to 11.9 against 7.8 to 8.2 GB/s a
- * rank on an Intel Xeon, 22 against 11 to 13 on an AMD EPYC.  Into a page
- * not yet faulted in, the first store has the kernel clear the page
- * through the caches, and streaming stores then write each line twice
- * (the cleared line pushed out, the pattern around the caches): 3.1 to 3.4
- * against 5.3 to 6.2 GB/s on the Xeon.  So a resident page is written
+ * Which stores a large fill writes with, chosen for every 2 MiB span of
+ * the output (STORES_SPAN, aligned addresses) by whether its first page
+ * is resident, asked before any byte of the span is written.  Into memory
+ * already written, streaming stores save reading each line before it is
+ * overwritten: 11.1 to 11.9 against 7.8 to 8.2 GB/s a rank on an Intel
+ * Xeon, 22 against 11 to 13 on an AMD EPYC.  Into a page not yet faulted
+ * in, the first store has the kernel clear the page through the caches,
+ * and streaming stores then write each line twice (the cleared line pushed
+ * out, the pattern around the caches): 3.1 to 3.4 against 5.3 to 6.2 GB/s
+ * on the Xeon.  So a resident page is written
  * streamed, any other page (or one whose state cannot be told) cached; the
  * bytes are the same either way.  The tests can force one kind.
  */
@@ -389,40 +390,47 @@ dbuf__pattern_last_streamed(void)
   return last_streamed;
 }
 
-/* A fill's stores: by_page, whether they follow the pages; next, the
- * address from which the next page is asked; end, the fill's end. */
+/* A fill's stores: by_page, whether they follow the pages; next, the end
+ * of the span decided last; end, the fill's end. */
 typedef struct {
   int by_page;
   uintptr_t next, end;
 } stores_t;
 
-/* The next write starts at at: the stores for it (*stream), asked of the
- * page once a span; fences what was streamed before a switch to cached. */
+/* The next write starts with an element of es bytes at at: once that
+ * element reaches the span from next on, the stores for that span, asked
+ * of its first page before any byte of it is written (the element that
+ * straddles the boundary goes with the new span); fences what was
+ * streamed before a switch to cached. */
 static void
-stores_step(stores_t *st, const uint8_t *at, int *stream)
+stores_step(stores_t *st, const uint8_t *at, int64_t es, int *stream)
 {
-  if (!st->by_page || (uintptr_t)at < st->next || (uintptr_t)at >= st->end)
+  uintptr_t a = (uintptr_t)at;
+  if (!st->by_page || a >= st->end)
     return;
-  int s = dbuf__pattern_resident(at);
-  if (*stream && !s)
-    stream_end();
-  *stream = s;
-  st->next = ((uintptr_t)at & ~(STORES_SPAN - 1)) + STORES_SPAN;
+  while (a + (uintptr_t)es > st->next) {
+    uintptr_t probe = a > st->next ? a : st->next;
+    int s = dbuf__pattern_resident((const void *)probe);
+    if (*stream && !s)
+      stream_end();
+    *stream = s;
+    st->next = (probe & ~(STORES_SPAN - 1)) + STORES_SPAN;
+  }
 }
 
-/* Of n elements of es bytes from p, those up to the next span (at least
- * one): a write never runs into a span whose page was not asked about. */
+/* Of n elements of es bytes from p, those that end by the span decided
+ * last (at least one): a write never touches a span before it is decided. */
 static inline int64_t
 stores_room(const stores_t *st, const uint8_t *p, int64_t es, int64_t n)
 {
   if (!st->by_page || (uintptr_t)p >= st->next)
     return n;
-  int64_t k = (int64_t)((st->next - (uintptr_t)p + (uintptr_t)es - 1) / (uintptr_t)es);
-  return k < n ? k : n;
+  int64_t k = (int64_t)((st->next - (uintptr_t)p) / (uintptr_t)es);
+  return k < 1 ? 1 : k < n ? k : n;
 }
 
 static void
-stores_start(stores_t *st, uint8_t *out, int64_t total, int *stream)
+stores_start(stores_t *st, uint8_t *out, int64_t total, int64_t es, int *stream)
 {
   int force = atomic_load(&stores_force);
   *stream = total >= STREAM_MIN && force != STORES_CACHED;
@@ -431,7 +439,7 @@ stores_start(stores_t *st, uint8_t *out, int64_t total, int *stream)
   st->end = (uintptr_t)out + (uintptr_t)total;
   if (st->by_page) {
     *stream = 0;
-    stores_step(st, out, stream);
+    stores_step(st, out, es, stream);
   }
 }
 
@@ -452,6 +460,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
                   int64_t elem_size, dbuf_progress_fn progress, void *arg)
 {
   int rc = check_args(l, start, end, buf, elem_size);
+  last_streamed = 0;
   if (rc != 0 || start == end)
     return rc;
   const dbuf_tensors_t *t = dbuf_layout_tensors(l);
@@ -465,7 +474,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
   int64_t nstream = 0;
   stores_t st;
 
-  stores_start(&st, out, pr.total, &stream);
+  stores_start(&st, out, pr.total, elem_size, &stream);
   streamed = stream;
   tab_init(&tab, elem_size);
 
@@ -495,7 +504,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
         pos += k;
         if ((rc = progress_add(&pr, k * elem_size)) != 0)
           goto out;
-        stores_step(&st, dst + k * elem_size, &stream);
+        stores_step(&st, dst + k * elem_size, elem_size, &stream);
         streamed |= stream;
       }
       dbuf_rows_t rows;
@@ -510,7 +519,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
         at += take;
         if ((rc = progress_add(&pr, take * elem_size)) != 0)
           goto out;
-        stores_step(&st, dst + take * elem_size, &stream);
+        stores_step(&st, dst + take * elem_size, elem_size, &stream);
         streamed |= stream;
       }
       pos = ge;
