@@ -10,10 +10,10 @@
  *
  * The fill and the verifier share only dbuf_pattern_word().  The fill walks
  * the layout's pieces (dbuf_layout_rank_pieces), their rows in runs of up
- * to 1 MiB; the verifier
- * finds the tensor at each offset on its own, with dbuf_layout_tensor_at()
- * and the tensor offsets, once per run of one tensor or of padding, so a bug
- * in the piece arithmetic cannot hide in both.
+ * to 1 MiB; the verifier finds the tensor at each offset on its own, with
+ * dbuf_layout_tensor_at() and the tensor offsets, once per run of one
+ * tensor or of padding, so a bug in the piece arithmetic cannot hide in
+ * both.
  *
  * Thread safety: no state shared between calls (a switch the tests set
  * aside); the fill writes only the caller's buffer and the verifier only

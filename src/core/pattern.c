@@ -351,8 +351,8 @@ typedef struct {
  * in, the first store has the kernel clear the page through the caches,
  * and streaming stores then write each line twice (the cleared line pushed
  * out, the pattern around the caches): 3.1 to 3.4 against 5.3 to 6.2 GB/s
- * on the Xeon.  So a resident page is written
- * streamed, any other page (or one whose state cannot be told) cached; the
+ * on the Xeon.  So a span whose first page is resident is written
+ * streamed, any other (or one whose state cannot be told) cached; the
  * bytes are the same either way.  The tests can force one kind.
  */
 enum { STORES_BY_PAGE, STORES_STREAM, STORES_CACHED };
