@@ -400,8 +400,8 @@ typedef struct {
 /* The next write starts with an element of es bytes at at: once that
  * element reaches the span from next on, the stores for that span, asked
  * of its first page before any byte of it is written (the element that
- * straddles the boundary goes with the new span); fences what was
- * streamed before a switch to cached. */
+ * straddles the boundary goes with the new span).  What was streamed is
+ * fenced once, as the fill returns. */
 static void
 stores_step(stores_t *st, const uint8_t *at, int64_t es, int *stream)
 {
@@ -410,10 +410,7 @@ stores_step(stores_t *st, const uint8_t *at, int64_t es, int *stream)
     return;
   while (a + (uintptr_t)es > st->next) {
     uintptr_t probe = a > st->next ? a : st->next;
-    int s = dbuf__pattern_resident((const void *)probe);
-    if (*stream && !s)
-      stream_end();
-    *stream = s;
+    *stream = dbuf__pattern_resident((const void *)probe);
     st->next = (probe & ~(STORES_SPAN - 1)) + STORES_SPAN;
   }
 }
@@ -470,12 +467,11 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
   dbuf_piece_t *pcs = NULL;
   progress_t pr = {progress, arg, 0, (end - start) * elem_size, PROGRESS_STEP};
   tab_t tab; /* 16 KiB: on the stack, so the fill cannot fail for memory */
-  int g, stream, streamed;
-  int64_t nstream = 0;
+  int g, stream;
+  int64_t nstream = 0; /* bytes written by streamed runs */
   stores_t st;
 
   stores_start(&st, out, pr.total, elem_size, &stream);
-  streamed = stream;
   tab_init(&tab, elem_size);
 
   dbuf_layout_owner_of(l, start, &g);
@@ -505,7 +501,6 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
         if ((rc = progress_add(&pr, k * elem_size)) != 0)
           goto out;
         stores_step(&st, dst + k * elem_size, elem_size, &stream);
-        streamed |= stream;
       }
       dbuf_rows_t rows;
       dbuf_layout_rows_in(l, pc.tensor, gb, ge, &rows);
@@ -520,7 +515,6 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
         if ((rc = progress_add(&pr, take * elem_size)) != 0)
           goto out;
         stores_step(&st, dst + take * elem_size, elem_size, &stream);
-        streamed |= stream;
       }
       pos = ge;
     }
@@ -530,7 +524,7 @@ dbuf_pattern_fill(const dbuf_layout_t *l, int64_t start, int64_t end, void *buf,
     rc = progress_add(&pr, (end - pos) * elem_size);
   }
 out:
-  if (streamed)
+  if (nstream > 0)
     stream_end();
   last_streamed = nstream;
   free(pcs);
