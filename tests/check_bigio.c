@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <xxhash.h>
+
+#include "core_internal.h" /* dbuf__shapes_wait_hook */
 
 #include "tmpdir.h"
 #include "testutil.h"
@@ -362,6 +365,44 @@ START_TEST(test_big_json_round_trip)
 }
 END_TEST
 
+/* The adding thread faults in pages while no batch is ready, with the
+ * pipe unlocked; what the reader delivers meanwhile must be seen when it
+ * locks again.  The hook holds the adds in that window for 100 ms the
+ * first time nothing was left to fault in: the reader then fills the pipe
+ * and waits for the adds.  Before the fix the adds went on to wait on the
+ * condition without looking again, and both waited for ever (this test
+ * timed out). */
+static int hook_idle;
+
+static void
+hold_adds(int did)
+{
+  if (!did && hook_idle++ == 0) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+START_TEST(test_pipe_no_lost_wakeup)
+{
+  size_t len;
+  char *text = big_text(80000, &len);
+  ck_assert_uint_gt(len, (size_t)1 << 20); /* the threaded path */
+  char *path = put_file("w.shapes", text, len);
+  dbuf_tensors_t *t = NULL;
+  dbuf_diag_t d;
+  dbuf__shapes_wait_hook = hold_adds;
+  int rc = dbuf_shapes_read(path, &t, NULL, &d);
+  dbuf__shapes_wait_hook = NULL;
+  ck_assert_int_eq(rc, 0);
+  ck_assert_int_ge(hook_idle, 1); /* the window was held open */
+  ck_assert_int_eq(dbuf_tensors_count(t), 80000);
+  ck_assert_str_eq(dbuf_tensors_name(t, 79999), "layers.79999.w");
+  dbuf_tensors_destroy(t);
+  free(text);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -376,5 +417,10 @@ main(void)
   tcase_add_test(tc, test_text_fields);
   tcase_add_test(tc, test_big_json_round_trip);
   suite_add_tcase(s, tc);
+  TCase *tw = tcase_create("pipe");
+  tcase_add_checked_fixture(tw, setup, tmpdir_teardown);
+  tcase_set_timeout(tw, 20);
+  tcase_add_test(tw, test_pipe_no_lost_wakeup);
+  suite_add_tcase(s, tw);
   return test_run_suite(s);
 }

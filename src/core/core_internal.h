@@ -291,6 +291,10 @@ typedef struct dbuf__prefault {
 void dbuf__tensors_prefault_init(const struct dbuf_tensors *t, dbuf__prefault_t *pf);
 int dbuf__prefault_to(dbuf__prefault_t *pf, int64_t tensors, int64_t name_bytes,
                       size_t most);
+/* Tests only: called by the adding thread of a threaded shapes read after
+ * each prefault it made while it waited for a batch, with the pipe
+ * unlocked and what dbuf__prefault_to() returned (NULL: nothing). */
+DBUF__SHARED extern void (*dbuf__shapes_wait_hook)(int did);
 
 /*
  * A layout or plan message handed on as it is written, without the whole

@@ -654,22 +654,25 @@ reader_main(void *arg)
  * ready, what the adds of the next NBATCH + 1 batches will write is faulted
  * in (pf, or NULL): the reader, which parses, is the slower of the two, and
  * the clearing of fresh pages stays off it. */
+void (*dbuf__shapes_wait_hook)(int did);
+
 static int
 add_from_pipe(pipe_t *pp, dbuf_tensors_t *t, const char *name, dbuf__prefault_t *pf,
               dbuf_diag_t *diag)
 {
   for (;;) {
+    int more = pf != NULL; /* prefault work may be left for this wait */
     pthread_mutex_lock(&pp->mu);
     while (pp->r == pp->w) {
-      if (pf != NULL) {
+      if (more) {
         pthread_mutex_unlock(&pp->mu);
-        int did = dbuf__prefault_to(pf, dbuf_tensors_count(t) + (NBATCH + 1) * BATCH_LINES,
-                                    dbuf__tensors_name_bytes(t) +
-                                        (int64_t)((NBATCH + 1) * BATCH_NAMES),
-                                    PREFAULT_MOST);
+        int64_t soon = dbuf_tensors_count(t) + (NBATCH + 1) * BATCH_LINES;
+        int64_t soon_bytes = dbuf__tensors_name_bytes(t) + (int64_t)((NBATCH + 1) * BATCH_NAMES);
+        more = dbuf__prefault_to(pf, soon, soon_bytes, PREFAULT_MOST);
+        if (dbuf__shapes_wait_hook != NULL)
+          dbuf__shapes_wait_hook(more);
         pthread_mutex_lock(&pp->mu);
-        if (did)
-          continue; /* then look again */
+        continue; /* batches may have come while unlocked: look again */
       }
       pthread_cond_wait(&pp->cv, &pp->mu);
     }
