@@ -86,7 +86,7 @@ asan_check() {
   local asan=${DBUF_ASAN_BUILD_DIR:-$top/_build-asan} rc=0 t serial="" mpi=""
   mkdir -p "$asan"
   cd "$asan"
-  "$top/configure" -q --enable-sanitizers
+  "$top/configure" -q --enable-sanitizers --enable-werror
   make -j2 >make.out 2>&1 || { tail -30 make.out; cd "$build"; return 1; }
   for t in $(printf 'print-tests:\n\t@echo $(TESTS)\n' | make -s -f Makefile -f - print-tests); do
     case $t in tests/mpi/*) mpi="$mpi $t" ;; *) serial="$serial $t" ;; esac

@@ -1202,7 +1202,7 @@ START_TEST(test_validate_hostile)
 
   ck_assert_int_eq(dbuf_tensors_create(&t), 0);
   for (int i = 0; i < h->nt; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "t%d", i);
     ck_assert_int_eq(dbuf_tensors_add(t, name, h->dims[i][1] ? 2 : 1, h->dims[i], &d), 0);
   }

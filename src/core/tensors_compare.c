@@ -58,6 +58,8 @@ same_shape(const dbuf_tensors_t *a, int64_t i, const dbuf_tensors_t *b,
 static int
 mark_lis(const int64_t *seq, int64_t k, char *keep)
 {
+  if (k <= 0)
+    return 0; /* nothing in common (and the sizes below are positive) */
   int64_t *tail = dbuf__mallocn(k, sizeof *tail); /* index ending a run of length i+1 */
   int64_t *prev = dbuf__mallocn(k, sizeof *prev);
   int64_t len = 0;

@@ -804,7 +804,7 @@ static int
 tx_begin(const uint8_t *p, const msg_t *m, const int64_t *at, const int64_t *sd, tx_t *x,
          dbuf_diag_t *diag)
 {
-  int rc;
+  int rc = DBUF_ENOMEM; /* when the shape ids cannot be allocated */
   memset(x, 0, sizeof *x);
   x->at = at;
   x->sd = sd;
@@ -815,7 +815,6 @@ tx_begin(const uint8_t *p, const msg_t *m, const int64_t *at, const int64_t *sd,
   x->sid = dbuf__mallocn(m->nshapes, sizeof *x->sid);
   if (x->sid == NULL || (rc = dbuf_tensors_create(&x->t)) != 0 ||
       (rc = dbuf__tensors_bulk_begin(x->t, m->n)) != 0) {
-    rc = x->sid == NULL ? DBUF_ENOMEM : rc;
     tx_free(x);
     return dbuf__diag(diag, rc, "wire: %s", dbuf_strerror(rc));
   }
