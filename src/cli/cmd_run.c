@@ -302,13 +302,13 @@ parse_opts(int argc, char **argv, run_opts_t *o)
 /* Fault injection for tests (DBUF_FAULT); the library knows nothing of it.  */
 
 typedef struct {
-  int shift, stale, corrupt, kill, flip; /* the rank to hit, or -1 */
+  int shift, stale, corrupt, kill, flip, linger; /* the rank to hit, or -1 */
 } fault_t;
 
 static int
 parse_faults(const char *spec, fault_t *f)
 {
-  f->shift = f->stale = f->corrupt = f->kill = f->flip = -1;
+  f->shift = f->stale = f->corrupt = f->kill = f->flip = f->linger = -1;
   if (spec == NULL || *spec == '\0')
     return 0;
   char *copy = strdup(spec), *save = NULL;
@@ -332,10 +332,13 @@ parse_faults(const char *spec, fault_t *f)
         slot = &f->kill;
       else if (strcmp(tok, "flip") == 0)
         slot = &f->flip;
+      else if (strcmp(tok, "linger") == 0)
+        slot = &f->linger;
     }
     if (slot == NULL || colon[1] == '\0' || *end != '\0' || r < 0 || r > INT_MAX) {
       cli_err("DBUF_FAULT: '%s' is not a list of shift:R, stale:R, corrupt:R, kill:R, "
-                   "flip:R", spec);
+              "flip:R, linger:R",
+              spec);
       rc = CLI_EXIT_USAGE;
     } else {
       *slot = (int)r;
@@ -1673,6 +1676,7 @@ cmd_run(int argc, char **argv)
   if (wants_help(argc, argv))
     return CLI_EXIT_OK;
   memset(&r, 0, sizeof r);
+  parse_faults(NULL, &r.fault); /* none until the options are read */
   cli_plan_opts_init(&r.o.plan);
   r.launched = launched();
   /* The watchdog thread may call MPI_Abort while this one waits in MPI. */
@@ -1698,10 +1702,13 @@ cmd_run(int argc, char **argv)
       (code = run_open_checkpoint(&r)) == 0 && (code = run_materialize(&r)) == 0 && (code = run_verify(&r)) == 0)
     code = run_report(&r);
 
+  int linger = code == 0 && r.fault.linger == r.rank ? (int)r.o.timeout + 2 : 0;
   run_free(&r);
-  cli_watchdog_phase("shutdown");
+  cli_watchdog_shutdown();
   dbuf_comm_destroy(r.ctx);
   MPI_Finalize();
+  if (linger > 0) /* DBUF_FAULT=linger:R: a rank slow to end after MPI_Finalize */
+    sleep((unsigned)linger);
   cli_watchdog_stop();
   return code;
 }

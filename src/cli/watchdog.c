@@ -7,6 +7,13 @@
  * forever; nothing inside MPI can tell them.  The clock restarts at every
  * phase, so the limit bounds a phase, not the whole run.  This lives in the
  * CLI: the library never aborts.
+ *
+ * The last phase, shutdown, covers MPI_Finalize (which waits for the other
+ * ranks) and the moments after it.  No MPI call is allowed once
+ * MPI_Finalize has begun (Open MPI prints "MPI_Abort() ... called after
+ * MPI_FINALIZE was invoked" and cannot promise to end the others), so a
+ * timeout there ends this rank alone with _exit(1); the launcher then ends
+ * the job, or the other ranks' own watchdogs end them.
  */
 #include "watchdog.h"
 
@@ -22,6 +29,7 @@ static struct {
   pthread_cond_t wake;
   pthread_t thread;
   int running, stop, rank;
+  int no_mpi;            /* shutdown: MPI_Abort may no longer be called */
   double limit;          /* seconds */
   struct timespec since; /* start of the phase (CLOCK_MONOTONIC) */
   const char *phase;     /* static string */
@@ -62,7 +70,10 @@ watch(void *arg)
           "may have died or hung while the launcher keeps the job; --timeout sets the limit)\n",
           wd.rank, wd.limit, wd.phase);
   fflush(stderr);
-  /* The lock stays held: the phase cannot change under the abort. */
+  /* The lock stays held: the phase cannot change under the abort, and
+   * no_mpi, set under it before MPI_Finalize is entered, is final. */
+  if (wd.no_mpi)
+    _exit(1);
   MPI_Abort(MPI_COMM_WORLD, 1);
   _exit(1); /* MPI_Abort does not return; if it ever did, end this rank anyway */
 }
@@ -82,7 +93,7 @@ cli_watchdog_start(double seconds, int rank, const char *phase)
   wd.limit = seconds;
   wd.rank = rank;
   wd.phase = phase;
-  wd.stop = 0;
+  wd.stop = wd.no_mpi = 0;
   clock_gettime(CLOCK_MONOTONIC, &wd.since);
   if ((rc = pthread_create(&wd.thread, NULL, watch, NULL)) != 0) {
     pthread_cond_destroy(&wd.wake);
@@ -99,6 +110,19 @@ cli_watchdog_phase(const char *phase)
     return;
   pthread_mutex_lock(&wd.lock);
   wd.phase = phase;
+  clock_gettime(CLOCK_MONOTONIC, &wd.since);
+  pthread_cond_signal(&wd.wake);
+  pthread_mutex_unlock(&wd.lock);
+}
+
+void
+cli_watchdog_shutdown(void)
+{
+  if (!wd.running)
+    return;
+  pthread_mutex_lock(&wd.lock);
+  wd.phase = "shutdown";
+  wd.no_mpi = 1;
   clock_gettime(CLOCK_MONOTONIC, &wd.since);
   pthread_cond_signal(&wd.wake);
   pthread_mutex_unlock(&wd.lock);

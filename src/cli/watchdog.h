@@ -8,15 +8,23 @@
 /*
  * Start watching (after MPI_Init): when one phase lasts seconds, print
  * "dbuf-shard: rank R: timeout after N s in phase PHASE (...)" and
- * MPI_Abort the job.  seconds <= 0 disables it.  phase is a static string.
- * Returns 0 or an errno value (the thread could not start).
+ * MPI_Abort the job (from cli_watchdog_shutdown() on: _exit(1)).
+ * seconds <= 0 disables it.  phase is a static string.  Returns 0 or an
+ * errno value (the thread could not start).
  */
 int cli_watchdog_start(double seconds, int rank, const char *phase);
 
 /* A new phase begins: the clock restarts.  phase is a static string. */
 void cli_watchdog_phase(const char *phase);
 
-/* Stop watching (before MPI_Finalize returns control to nobody). */
+/*
+ * The last phase, "shutdown", before MPI_Finalize: the clock restarts, and
+ * a timeout from now on ends this rank with _exit(1) after the same line,
+ * never with an MPI call (none is allowed once MPI_Finalize has begun).
+ */
+void cli_watchdog_shutdown(void);
+
+/* Stop watching (after MPI_Finalize, which the watchdog also covers). */
 void cli_watchdog_stop(void);
 
 #endif /* DBUF_CLI_WATCHDOG_H */

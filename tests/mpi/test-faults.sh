@@ -1,9 +1,10 @@
 #!/bin/bash
 # Fault tests of the MPI service: one rank given other options, a rank that
-# dies (with the launcher's abort-on-failure on and off), a rank that cannot
-# allocate or lock its memory, rank 0 failing on its input (a missing file, a
-# named pipe), inputs that differ with --check-inputs, and a --report folder
-# that does not exist.  Each must end EVERY rank non-zero within 20 s with one
+# dies (with the launcher's abort-on-failure on and off), a rank slow to end
+# after MPI_Finalize, a rank that cannot allocate or lock its memory, rank 0
+# failing on its input (a missing file, a named pipe), inputs that differ
+# with --check-inputs, and a --report folder that does not exist.  Each must
+# end EVERY rank non-zero (the lingering rank: that one) within 20 s with one
 # line naming the rank or the option and the cause; no rank may wait forever.
 # (Healthy, each case takes under a second here; 20 s leaves room for a
 # loaded host, and any wait on a watchdog or a timeout is far longer.)
@@ -214,6 +215,21 @@ else
     ODD_PREFIX=$prefix wrapped 2
   every_rank 1 "dbuf-shard: rank 1: mlock of $lock1 bytes failed (Operation not permitted): RLIMIT_MEMLOCK is 0 bytes (hard limit 0 bytes) and the segment needs $lock1 bytes plus what this process already locked; raise it (ulimit -l) or grant CAP_IPC_LOCK" \
     "rank 1 may not lock (ulimit -l 0)"
+fi
+
+# A rank slow to end after MPI_Finalize (DBUF_FAULT=linger:R waits --timeout
+# + 2 s there): the watchdog's shutdown phase ends that rank alone, exit 1,
+# with its line, and makes no MPI call after MPI_Finalize (an MPI_Abort there
+# makes Open MPI print "MPI_Abort() ... called after MPI_FINALIZE").
+tmo=$((2 * ${DBUF_TEST_TIME_SCALE:-1}))
+DBUF_FAULT=linger:1 BASE_ARGS="$BASE --timeout $tmo" ODD_RANKS=none ODD_ARGS= wrapped 2
+if [ "$EXITS" = "0 1" ] && [ "$SECS" -le "$LIMIT" ] && [ "$CODE" -ne 124 ] &&
+  [ "$ERR" = "dbuf-shard: rank 1: timeout after $tmo s in phase shutdown (no progress: another rank may have died or hung while the launcher keeps the job; --timeout sets the limit)" ] &&
+  ! grep -q MPI_FINALIZE "$T/stderr.all"; then
+  pass "rank 1 slow after MPI_Finalize: the watchdog ends it alone (exit 1) in ${SECS}s, no MPI call after MPI_Finalize"
+else
+  fail "rank 1 slow after MPI_Finalize: rank exits '$EXITS' (want 0 1) in ${SECS}s, mpirun $CODE, stderr '$ERR'"
+  sed 's/^/    /' "$T/stderr.all" | head -20
 fi
 
 # --- Inputs -----------------------------------------------------------------
