@@ -4,7 +4,7 @@
 # after MPI_Finalize, a rank that cannot allocate or lock its memory, rank 0
 # failing on its input (a missing file, a named pipe), inputs that differ
 # with --check-inputs, and a --report folder that does not exist.  Each must
-# end EVERY rank non-zero (the lingering rank: that one) within 20 s with one
+# end EVERY rank non-zero (linger: that rank only) within 20 s with one
 # line naming the rank or the option and the cause; no rank may wait forever.
 # (Healthy, each case takes under a second here; 20 s leaves room for a
 # loaded host, and any wait on a watchdog or a timeout is far longer.)
