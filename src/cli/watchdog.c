@@ -103,29 +103,30 @@ cli_watchdog_start(double seconds, int rank, const char *phase)
   return 0;
 }
 
-void
-cli_watchdog_phase(const char *phase)
+/* A new phase: the clock restarts; no_mpi, once set, stays set. */
+static void
+begin_phase(const char *phase, int no_mpi)
 {
   if (!wd.running)
     return;
   pthread_mutex_lock(&wd.lock);
   wd.phase = phase;
+  wd.no_mpi |= no_mpi;
   clock_gettime(CLOCK_MONOTONIC, &wd.since);
   pthread_cond_signal(&wd.wake);
   pthread_mutex_unlock(&wd.lock);
 }
 
 void
+cli_watchdog_phase(const char *phase)
+{
+  begin_phase(phase, 0);
+}
+
+void
 cli_watchdog_shutdown(void)
 {
-  if (!wd.running)
-    return;
-  pthread_mutex_lock(&wd.lock);
-  wd.phase = "shutdown";
-  wd.no_mpi = 1;
-  clock_gettime(CLOCK_MONOTONIC, &wd.since);
-  pthread_cond_signal(&wd.wake);
-  pthread_mutex_unlock(&wd.lock);
+  begin_phase("shutdown", 1);
 }
 
 void

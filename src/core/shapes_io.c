@@ -649,13 +649,14 @@ reader_main(void *arg)
  * the adds of a batch take about 0.08 ms there). */
 #define PREFAULT_MOST ((size_t)512 << 10)
 
+/* Tests only (see core_internal.h). */
+void (*dbuf__shapes_wait_hook)(int did);
+
 /* The adds of the batches the reader thread fills, in order, until the
  * last one or the first error (which stops the reader).  While none is
  * ready, what the adds of the next NBATCH + 1 batches will write is faulted
  * in (pf, or NULL): the reader, which parses, is the slower of the two, and
  * the clearing of fresh pages stays off it. */
-void (*dbuf__shapes_wait_hook)(int did);
-
 static int
 add_from_pipe(pipe_t *pp, dbuf_tensors_t *t, const char *name, dbuf__prefault_t *pf,
               dbuf_diag_t *diag)
