@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the MPI test scripts (tests/mpi/*.sh), sourced after `set -u`.
 # Skips the script (exit 77, automake's SKIP) when there is no mpirun; loads
 # tests/cli/lib.sh ($T, $DBUF, pass/fail/finish, the expect_* helpers); sets
@@ -19,6 +20,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset DBUF_FAULT
 # Seconds one mpirun may take before timeout ends it (exit 124).
 MPI_TIMEOUT=120
+# Seconds within which a job that fails must have ended (a healthy one takes
+# a second or two here); DBUF_TEST_TIME_SCALE stretches it for slow builds
+# (the ASan suite in scripts/test.sh).
+# shellcheck disable=SC2034 # read by the scripts that source this one
+LIMIT=$((20 * ${DBUF_TEST_TIME_SCALE:-1}))
 
 # mpirun_in SECS ARGS...: mpirun --oversubscribe ARGS... (more ranks than
 # cores), ended after SECS.
@@ -33,6 +39,7 @@ timed() {
   t0=$(date +%s%N)
   "$@"
   CODE=$?
+  # shellcheck disable=SC2034 # read by the scripts that source this one
   SECS=$((($(date +%s%N) - t0) / 1000000000))
 }
 # mpi NP ARGS...: dbuf-shard ARGS on NP ranks; sets CODE, SECS, ERR (only the

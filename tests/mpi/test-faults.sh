@@ -22,9 +22,8 @@
 set -u
 # shellcheck source=tests/mpi/lib.sh
 . "$(dirname "$0")/lib.sh"
-# Seconds within which every rank must have ended; DBUF_TEST_TIME_SCALE
-# stretches it for slow builds (the ASan suite in scripts/test.sh).
-LIMIT=$((20 * ${DBUF_TEST_TIME_SCALE:-1}))
+# Every rank must have ended within LIMIT seconds (lib.sh: 20, stretched
+# by DBUF_TEST_TIME_SCALE for slow builds).
 
 # The rank wrapper: the ranks listed in ODD_RANKS run dbuf-shard with
 # ODD_ARGS (after ODD_SETUP, e.g. a ulimit, and under ODD_PREFIX, e.g.
@@ -155,6 +154,7 @@ every_rank 0 "" "rank 1 without -q"
 # --- A rank that dies -------------------------------------------------------
 # With the launcher's abort on failure (the default): mpirun ends the job and
 # names the rank.
+# shellcheck disable=SC2086 # BASE: options, split into words
 DBUF_FAULT=kill:1 timed mpirun_in 60 -np 3 "$DBUF" $BASE >"$T/stdout" 2>"$T/stderr.all"
 if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
   grep -q "process rank 1 with PID .* exited on signal 9" "$T/stderr.all"; then
@@ -164,6 +164,7 @@ else
   sed 's/^/    /' "$T/stderr.all" | head -20
 fi
 # With it off, only the watchdog ends the others: each names itself and the phase.
+# shellcheck disable=SC2086 # BASE: options, split into words
 DBUF_FAULT=kill:1 timed mpirun_in 60 --mca orte_abort_on_non_zero_status 0 -np 3 \
   "$DBUF" $BASE --timeout 3 >"$T/stdout" 2>"$T/stderr.all"
 grep '^dbuf-shard: ' "$T/stderr.all" | sort >"$T/stderr"
@@ -177,6 +178,7 @@ else
 fi
 
 # --timeout 0 disables the watchdog: then nothing ends the job (cut at 8 s here).
+# shellcheck disable=SC2086 # BASE: options, split into words
 DBUF_FAULT=kill:1 timed mpirun_in 8 --mca orte_abort_on_non_zero_status 0 -np 3 \
   "$DBUF" $BASE --timeout 0 >"$T/stdout" 2>"$T/stderr.all"
 if [ "$CODE" -eq 124 ] && ! grep -q "timeout after" "$T/stderr.all"; then
@@ -185,7 +187,7 @@ else
   fail "rank 1 killed, abort off, --timeout 0: exit $CODE, want 124 from timeout"
 fi
 for bad in -1 604801 x; do
-  BASE_ARGS="$BASE --timeout $bad" ODD_RANKS=none ODD_ARGS= wrapped 2
+  BASE_ARGS="$BASE --timeout $bad" ODD_RANKS=none ODD_ARGS='' wrapped 2
   if [ "$bad" = x ]; then want="dbuf-shard: --timeout: 'x' is not an integer"; else
     want="dbuf-shard: --timeout: $bad is out of range [0, 604800]"; fi
   every_rank 2 "$want" "--timeout $bad"
@@ -222,7 +224,7 @@ fi
 # with its line, and makes no MPI call after MPI_Finalize (an MPI_Abort there
 # makes Open MPI print "MPI_Abort() ... called after MPI_FINALIZE").
 tmo=$((2 * ${DBUF_TEST_TIME_SCALE:-1}))
-DBUF_FAULT=linger:1 BASE_ARGS="$BASE --timeout $tmo" ODD_RANKS=none ODD_ARGS= wrapped 2
+DBUF_FAULT=linger:1 BASE_ARGS="$BASE --timeout $tmo" ODD_RANKS=none ODD_ARGS='' wrapped 2
 if [ "$EXITS" = "0 1" ] && [ "$SECS" -le "$LIMIT" ] && [ "$CODE" -ne 124 ] &&
   [ "$ERR" = "dbuf-shard: rank 1: timeout after $tmo s in phase shutdown (no progress: another rank may have died or hung while the launcher keeps the job; --timeout sets the limit)" ] &&
   ! grep -q MPI_FINALIZE "$T/stderr.all"; then
@@ -233,13 +235,13 @@ else
 fi
 
 # --- Inputs -----------------------------------------------------------------
-BASE_ARGS="-q --shapes $T/missing.shapes" ODD_RANKS=none ODD_ARGS= wrapped 3
+BASE_ARGS="-q --shapes $T/missing.shapes" ODD_RANKS=none ODD_ARGS='' wrapped 3
 every_rank 2 "dbuf-shard: rank 0: $T/missing.shapes: cannot open: No such file or directory" \
   "rank 0 cannot read its input"
 # A named pipe nobody writes: refused before it is opened (opening it for
 # reading would block); --timeout 3 would end the job if it ever blocked again.
 mkfifo "$T/fifo"
-BASE_ARGS="-q --shapes $T/fifo --timeout 3" ODD_RANKS=none ODD_ARGS= wrapped 3
+BASE_ARGS="-q --shapes $T/fifo --timeout 3" ODD_RANKS=none ODD_ARGS='' wrapped 3
 every_rank 2 "dbuf-shard: rank 0: $T/fifo: not a regular file (a named pipe)" "a FIFO as input"
 # --check-inputs: rank 2's copy of the file has other bytes.
 cp "$T/small.shapes" "$T/other.shapes"
@@ -257,16 +259,16 @@ fi
 
 # --- Output -----------------------------------------------------------------
 # --report into a folder that does not exist fails before the run (no plan printed).
-BASE_ARGS="$BASE --report $T/no/such/dir/r.json" ODD_RANKS=none ODD_ARGS= wrapped 3
+BASE_ARGS="$BASE --report $T/no/such/dir/r.json" ODD_RANKS=none ODD_ARGS='' wrapped 3
 every_rank 2 "dbuf-shard: --report $T/no/such/dir/r.json: cannot create: No such file or directory" \
   "--report into a missing folder"
 if [ ! -s "$T/stdout" ]; then pass "--report into a missing folder: nothing run"; else fail "--report into a missing folder: the run went ahead"; fi
-BASE_ARGS="$BASE --report $T" ODD_RANKS=none ODD_ARGS= wrapped 2
+BASE_ARGS="$BASE --report $T" ODD_RANKS=none ODD_ARGS='' wrapped 2
 every_rank 2 "dbuf-shard: --report $T: is a folder" "--report naming a folder"
 
 # --- The watchdog off -------------------------------------------------------
 # --timeout 0 (no watchdog thread) changes nothing for a run that goes well.
-BASE_ARGS="$BASE --timeout 0" ODD_RANKS=none ODD_ARGS= wrapped 2
+BASE_ARGS="$BASE --timeout 0" ODD_RANKS=none ODD_ARGS='' wrapped 2
 every_rank 0 "" "--timeout 0 on a healthy run"
 
 finish

@@ -224,7 +224,7 @@ expect_code 2 "bad DBUF_FAULT"
 
 # A rank killed mid-run: the job ends non-zero within seconds.
 DBUF_FAULT=kill:2 mpi 4 -q --shapes "$T/small.shapes"
-if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le 20 ]; then
+if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ]; then
   pass "rank 2 killed: job ended with $CODE after ${SECS}s"
 else
   fail "rank 2 killed: exit $CODE after ${SECS}s"
@@ -237,7 +237,7 @@ bad_input() { # ARGS... then the expected message as the last argument
   local want=${*: -1} name="bad input ${*:1:$#-1}"
   rm -f "$T/stopped.json"
   mpi 4 -q --report "$T/stopped.json" "${@:1:$#-1}"
-  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ "$SECS" -le 20 ]; then
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$want" ] && [ "$SECS" -le "$LIMIT" ]; then
     pass "$name: exit 2 in ${SECS}s: $ERR"
   else
     fail "$name: exit $CODE after ${SECS}s, stderr '$ERR', want '$want'"
