@@ -3,6 +3,11 @@
 DBUF=${DBUF_SHARD:?DBUF_SHARD is not set (run through make check)}
 DATA=${DBUF_TEST_DATA:?DBUF_TEST_DATA is not set (run through make check)}
 command -v jq >/dev/null || { echo "FAIL: jq is required (scripts/test.sh installs it)"; exit 1; }
+# DBUF_TEST_TIME_SCALE stretches the tests' wall-clock bounds for slow builds
+# (scripts/test.sh sets 10 for ASan); TIME_SCALE is it rounded up to a whole
+# number, and 1 for a value under 1 or not a number, as check_models.c and
+# check_report.c read it.
+TIME_SCALE=$(awk -v s="${DBUF_TEST_TIME_SCALE:-1}" 'BEGIN { s += 0; if (s < 1) s = 1; n = int(s); if (n < s) n++; print n }')
 T=$(mktemp -d "${TMPDIR:-/tmp}/dbuf-cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 # DBUF_VALGRIND=1: every dbuf-shard of the script runs under valgrind

@@ -139,7 +139,7 @@ for f in summary table diagram csv svg; do
   start=$(date +%s%N)
   run plan --model deepseek-v3 --dp 1024 --format $f -o "$T/ds.$f"
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  if [ "$CODE" -eq 0 ] && [ "$ms" -lt $((3000 * ${DBUF_TEST_TIME_SCALE:-1})) ]; then
+  if [ "$CODE" -eq 0 ] && [ "$ms" -lt $((3000 * TIME_SCALE)) ]; then
     pass "deepseek-v3 dp1024 $f in $ms ms"
   else
     fail "deepseek-v3 dp1024 $f: exit $CODE in $ms ms: $ERR"

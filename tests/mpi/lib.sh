@@ -21,10 +21,9 @@ unset DBUF_FAULT
 # Seconds one mpirun may take before timeout ends it (exit 124).
 MPI_TIMEOUT=120
 # Seconds within which a job that fails must have ended (a healthy one takes
-# a second or two here); DBUF_TEST_TIME_SCALE stretches it for slow builds
-# (the ASan suite in scripts/test.sh).
+# a second or two here), stretched by TIME_SCALE (tests/cli/lib.sh).
 # shellcheck disable=SC2034 # read by the scripts that source this one
-LIMIT=$((20 * ${DBUF_TEST_TIME_SCALE:-1}))
+LIMIT=$((20 * TIME_SCALE))
 
 # mpirun_in SECS ARGS...: mpirun --oversubscribe ARGS... (more ranks than
 # cores), ended after SECS.

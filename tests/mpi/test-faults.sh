@@ -223,7 +223,7 @@ fi
 # + 2 s there): the watchdog's shutdown phase ends that rank alone, exit 1,
 # with its line, and makes no MPI call after MPI_Finalize (an MPI_Abort there
 # makes Open MPI print "MPI_Abort() ... called after MPI_FINALIZE").
-tmo=$((2 * ${DBUF_TEST_TIME_SCALE:-1}))
+tmo=$((2 * TIME_SCALE))
 DBUF_FAULT=linger:1 BASE_ARGS="$BASE --timeout $tmo" ODD_RANKS=none ODD_ARGS='' wrapped 2
 if [ "$EXITS" = "0 1" ] && [ "$SECS" -le "$LIMIT" ] && [ "$CODE" -ne 124 ] &&
   [ "$ERR" = "dbuf-shard: rank 1: timeout after $tmo s in phase shutdown (no progress: another rank may have died or hung while the launcher keeps the job; --timeout sets the limit)" ] &&
