@@ -1232,8 +1232,33 @@ whole_read_plans(run_t *r)
   return 0;
 }
 
+/* --load, before any buffer is read: every rank makes the read plan of its
+ * rows of every buffer, as dbuf_comm_load() will, so that what the plan
+ * refuses (a dtype with no conversion rule, a tensor the checkpoint lacks)
+ * stops the run with the load's own message before the first byte is read,
+ * not after the buffers before it.  Collective; 0 or the agreed code. */
+static int
+check_read_plans(run_t *r, dbuf_diag_t *d)
+{
+  int rc = 0;
+  for (int64_t i = 0; i < r->nbuf && rc == 0; i++) {
+    const run_buf_t *b = &r->buf[i];
+    dbuf_load_plan_t *p = NULL;
+    dbuf_diag_clear(d);
+    rc = dbuf_load_plan_create(b->use, b->start, b->end, b->dtype, r->st, &p, d);
+    dbuf_load_plan_destroy(p);
+    if ((rc = dbuf_comm_agree_diag(r->ctx, rc, d)) != 0 && r->nbuf > 1) {
+      char m[DBUF_DIAG_LEN];
+      snprintf(m, sizeof m, "%s", d->msg);
+      snprintf(d->msg, sizeof d->msg, "buffer %s: %.300s", b->name, m);
+    }
+  }
+  return rc;
+}
+
 /* --load: every rank opens the checkpoint itself (its headers: the data is
- * read per buffer), agreed, and the ranks must see the same headers. */
+ * read per buffer), agreed, the ranks must see the same headers, and every
+ * buffer's read plan must hold (check_read_plans). */
 static int
 run_open_checkpoint(run_t *r)
 {
@@ -1249,6 +1274,8 @@ run_open_checkpoint(run_t *r)
     snprintf(m, sizeof m, "%s", d.msg);
     snprintf(d.msg, sizeof d.msg, "checkpoint %.150s: %.300s", r->o.plan.safetensors[0], m);
   }
+  if (rc == 0)
+    rc = check_read_plans(r, &d);
   if (rc != 0)
     cli_err("%s", d.msg);
   return phase_end(r, cli_exit_code(rc));

@@ -110,6 +110,14 @@ mpi 2 --safetensors "$ONE" --load --dtype int8 -q --report "$T/e.json"
 expect_code 2 "--dtype int8: exit 2"
 expect_err_has "in $ONE: no conversion from " "--dtype int8: the tensor and file named"
 jq_is "$T/e.json" '[.verdict, has("load")]' '["ERROR", false]' "--dtype int8: no PASS report"
+# The same in one of four buffers (--dtype-map): refused while the
+# checkpoint is opened, before any buffer is read (no "loading" line).
+mpi 2 --safetensors "$ONE" --load --dtype-map lm_head=int8 --report "$T/e.json"
+expect_code 2 "--dtype-map lm_head=int8: exit 2"
+expect_err "dbuf-shard: buffer all/int8: rank 0: tensor lm_head.weight in $ONE: no conversion from fp32 to int8 (only fp32, bf16 and fp16 convert into each other)" \
+  "--dtype-map lm_head=int8: one line naming the buffer, tensor and file"
+jq_is "$T/e.json" '[.verdict, .phase, has("load")]' '["ERROR", "opening the checkpoint", false]' \
+  "--dtype-map lm_head=int8: the report says where"
 
 # ---- a flipped byte: caught, named with tensor, row and rank ----
 # One buffer (--dtype fp32): the fault flips the first byte of the rank's
