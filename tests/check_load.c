@@ -17,6 +17,7 @@
 #include "tmpdir.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
@@ -654,6 +655,95 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A data file replaced or written again after its header was read is
+ * refused by the load and by the proof's re-read, with the reason; a file
+ * left alone passes.  Returns the load's code for file path, after change()
+ * (applied between opening the checkpoint and loading it). */
+static int
+load_after(const char *path, void (*change)(const char *), dbuf_diag_t *d)
+{
+  st_tensor_t lay[NMODEL];
+  memcpy(lay, model, sizeof lay);
+  dbuf_st_t *st = open_st(path);
+  change(path);
+  dbuf_diag_t dc;
+  int rc = plan_error_st(lay, NMODEL, st, DBUF_DTYPE_F32, d);
+  ck_assert_int_eq(dbuf_st_file_check(st, 0, -1, &dc), rc);
+  if (rc != 0)
+    ck_assert_str_eq(dc.msg, d->msg);
+  dbuf_st_destroy(st);
+  return rc;
+}
+
+static void
+leave(const char *path)
+{
+  (void)path;
+}
+
+/* The same bytes under the same name, but another inode (rename over it). */
+static void
+replace(const char *path)
+{
+  ck_assert_int_eq(st_write(tpath("other.safetensors"), model, NMODEL), 0);
+  ck_assert_int_eq(rename(tpath("other.safetensors"), path), 0);
+}
+
+/* Written again in place: same inode and size, another modification time. */
+static void
+touch_later(const char *path)
+{
+  struct stat sb;
+  ck_assert_int_eq(stat(path, &sb), 0);
+  struct timespec ts[2] = {sb.st_atim, sb.st_mtim};
+  ts[1].tv_sec += 1;
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* One byte more at the end: long enough still, but not the same file. */
+static void
+grow(const char *path)
+{
+  FILE *f = fopen(path, "ab");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fputc(0, f), 0);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_file_changed)
+{
+  dbuf_diag_t d;
+  char want[512];
+  const char *one = write_model(0);
+  ck_assert_int_eq(load_after(one, leave, &d), 0);
+  ck_assert_int_eq(load_after(one, replace, &d), DBUF_EIO);
+  snprintf(want, sizeof want,
+           "%s: changed since its header was read: the name now leads to another file "
+           "(replaced while the run went on?)",
+           one);
+  ck_assert_str_eq(d.msg, want);
+  one = write_model(0);
+  ck_assert_int_eq(load_after(one, touch_later, &d), DBUF_EIO);
+  snprintf(want, sizeof want,
+           "%s: changed since its header was read: written again (modification time)", one);
+  ck_assert_str_eq(d.msg, want);
+  one = write_model(0);
+  struct stat sb;
+  ck_assert_int_eq(stat(one, &sb), 0);
+  ck_assert_int_eq(load_after(one, grow, &d), DBUF_EIO);
+  snprintf(want, sizeof want, "%s: changed since its header was read: now %lld bytes, was %lld",
+           one, (long long)sb.st_size + 1, (long long)sb.st_size);
+  ck_assert_str_eq(d.msg, want);
+  /* Arguments */
+  dbuf_st_t *st = open_st(write_model(0));
+  ck_assert_int_eq(dbuf_st_file_check(st, 1, -1, &d), DBUF_EINVAL);
+  ck_assert_int_eq(dbuf_st_file_check(NULL, 0, -1, &d), DBUF_EINVAL);
+  ck_assert_int_eq(unlink(one), 0);
+  ck_assert_int_eq(dbuf_st_file_check(st, 0, -1, &d), DBUF_ENOTFOUND);
+  dbuf_st_destroy(st);
+}
+END_TEST
+
 /* Progress: the last call reports everything; stop after the first. */
 typedef struct {
   int calls, stop_at;
@@ -774,6 +864,7 @@ load_suite(void)
   tcase_add_loop_test(tc, test_load_all_ranks, 0, 18);
   tcase_add_test(tc, test_merge);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_file_changed);
   tcase_add_test(tc, test_big_row);
   tcase_add_test(tc, test_io_names);
   suite_add_tcase(s, tc);

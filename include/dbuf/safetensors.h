@@ -126,6 +126,20 @@ DBUF_EXPORT int64_t dbuf_st_file_count(const dbuf_st_t *st);
 DBUF_EXPORT const char *dbuf_st_file_path(const dbuf_st_t *st, int64_t f);
 
 /**
+ * \brief Whether data file f is still the file whose header dbuf_st_open()
+ *        read: the same device and inode, size and modification time.
+ *
+ * The loaders call it on every file they open for data, so that a file
+ * replaced (renamed over) or written again since its header was read is
+ * refused instead of read at the old offsets.  Not collective.
+ * \param fd  an open descriptor of the file to check (fstat), or -1 to
+ *            check the path (stat)
+ * \return 0, or DBUF_EIO ("PATH: changed since its header was read: ..."),
+ *   DBUF_ENOTFOUND (the path is gone), DBUF_EINVAL (NULL st, f out of range)
+ */
+DBUF_EXPORT int dbuf_st_file_check(const dbuf_st_t *st, int64_t f, int fd, dbuf_diag_t *diag);
+
+/**
  * \brief Where tensor id lives.
  * \param[out] info  filled on success; its strings are borrowed (see dbuf_st_info_t)
  * \return 0, or DBUF_EINVAL (NULL argument), DBUF_ERANGE (id out of range)

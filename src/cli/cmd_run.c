@@ -25,6 +25,7 @@
 #include "dbuf/wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <mpi.h>
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum {
@@ -302,13 +304,13 @@ parse_opts(int argc, char **argv, run_opts_t *o)
 /* Fault injection for tests (DBUF_FAULT); the library knows nothing of it.  */
 
 typedef struct {
-  int shift, stale, corrupt, kill, flip, linger; /* the rank to hit, or -1 */
+  int shift, stale, corrupt, kill, flip, linger, rewrite; /* the rank to hit, or -1 */
 } fault_t;
 
 static int
 parse_faults(const char *spec, fault_t *f)
 {
-  f->shift = f->stale = f->corrupt = f->kill = f->flip = f->linger = -1;
+  f->shift = f->stale = f->corrupt = f->kill = f->flip = f->linger = f->rewrite = -1;
   if (spec == NULL || *spec == '\0')
     return 0;
   char *copy = strdup(spec), *save = NULL;
@@ -334,10 +336,12 @@ parse_faults(const char *spec, fault_t *f)
         slot = &f->flip;
       else if (strcmp(tok, "linger") == 0)
         slot = &f->linger;
+      else if (strcmp(tok, "rewrite") == 0)
+        slot = &f->rewrite;
     }
     if (slot == NULL || colon[1] == '\0' || *end != '\0' || r < 0 || r > INT_MAX) {
       cli_err("DBUF_FAULT: '%s' is not a list of shift:R, stale:R, corrupt:R, kill:R, "
-              "flip:R, linger:R",
+              "flip:R, linger:R, rewrite:R",
               spec);
       rc = CLI_EXIT_USAGE;
     } else {
@@ -1232,6 +1236,21 @@ whole_read_plans(run_t *r)
   return 0;
 }
 
+/* DBUF_FAULT=rewrite:R: the checkpoint's first data file as if written again
+ * once its header was read (its modification time one second later); the
+ * agreements before the first read order this before every rank's open. */
+static void
+rewrite_first_file(const run_t *r)
+{
+  const char *path = dbuf_st_file_path(r->st, 0);
+  struct stat sb;
+  if (path != NULL && stat(path, &sb) == 0) {
+    struct timespec ts[2] = {sb.st_atim, sb.st_mtim};
+    ts[1].tv_sec += 1;
+    (void)utimensat(AT_FDCWD, path, ts, 0);
+  }
+}
+
 /* --load, before any buffer is read: every rank makes the read plan of its
  * rows of every buffer, as dbuf_comm_load() will, so that what the plan
  * refuses (a dtype with no conversion rule, a tensor the checkpoint lacks)
@@ -1276,6 +1295,8 @@ run_open_checkpoint(run_t *r)
   }
   if (rc == 0)
     rc = check_read_plans(r, &d);
+  if (rc == 0 && r->fault.rewrite == r->rank)
+    rewrite_first_file(r);
   if (rc != 0)
     cli_err("%s", d.msg);
   return phase_end(r, cli_exit_code(rc));

@@ -74,8 +74,8 @@ mpiio_read(void *arg, int64_t file, int64_t offset, void *buf, int64_t bytes, db
 }
 
 /* Open file f (comm: MPI_COMM_SELF or the file's readers) and check that it
- * is as long as its header says.  On failure *fh stays or becomes
- * MPI_FILE_NULL only if the open failed. */
+ * is as long as its header says and still the same file.  On failure *fh
+ * stays or becomes MPI_FILE_NULL only if the open failed. */
 static int
 mpiio_open(MPI_Comm comm, const dbuf_load_plan_t *plan, const dbuf_st_t *st, int64_t f,
            MPI_Info info, MPI_File *fh, dbuf_diag_t *diag)
@@ -96,7 +96,9 @@ mpiio_open(MPI_Comm comm, const dbuf_load_plan_t *plan, const dbuf_st_t *st, int
                path, (long long)size, dbuf_load_file_needed(plan, f));
     return DBUF_EIO;
   }
-  return 0;
+  /* The same file as its header's?  By path, just after the open: an MPI
+   * file handle has no descriptor. */
+  return dbuf_st_file_check(st, f, -1, diag);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -156,7 +156,8 @@ file_needs(const dbuf_st_t *st)
   return need;
 }
 
-/* Open file f of st for reading and check it holds what its header says. */
+/* Open file f of st for reading and check it holds what its header says:
+ * long enough, and the same file (dbuf_st_file_check). */
 static int
 open_checked(const dbuf_st_t *st, int64_t f, int64_t need, int *fd, dbuf_diag_t *diag)
 {
@@ -173,7 +174,12 @@ open_checked(const dbuf_st_t *st, int64_t f, int64_t need, int *fd, dbuf_diag_t 
                       "%s: file is %lld bytes, shorter than its header says (%lld bytes)", path,
                       (long long)size, (long long)need);
   }
-  return 0;
+  /* Long enough, but is it still the file whose header was read? */
+  if ((rc = dbuf_st_file_check(st, f, *fd, diag)) != 0) {
+    close(*fd);
+    *fd = -1;
+  }
+  return rc;
 }
 
 /* pread exactly bytes bytes at off. */

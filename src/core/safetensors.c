@@ -116,6 +116,7 @@ dbuf_st_destroy(dbuf_st_t *st)
   for (int64_t f = 0; f < st->nfiles; f++)
     free(st->paths[f]);
   free(st->paths);
+  free(st->ids);
   dbuf_tensors_destroy(st->tensors);
   free(st);
 }

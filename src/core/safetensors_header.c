@@ -53,8 +53,8 @@ dbuf_st_dtype_size(const char *name, int64_t *elem_size)
  * A file named by an index (via) may be a symbolic link to any file: its
  * messages never quote its bytes (here: the length prefix). */
 static int
-st_read_header(const char *path, const char *via, unsigned char prefix[8],
-               char **hdr, int64_t *hlen, int64_t *fsize, dbuf_diag_t *diag)
+st_read_header(const char *path, const char *via, unsigned char prefix[8], char **hdr,
+               int64_t *hlen, int64_t *fsize, struct st_file_id *id, dbuf_diag_t *diag)
 {
   FILE *f = NULL;
   char *buf = NULL;
@@ -62,7 +62,7 @@ st_read_header(const char *path, const char *via, unsigned char prefix[8],
   uint64_t n = 0;
   int rc;
 
-  if ((rc = dbuf__st_fopen(path, via, &f, &size, diag)) != 0)
+  if ((rc = dbuf__st_fopen(path, via, &f, &size, id, diag)) != 0)
     return rc;
   if (size < 8) {
     rc = dbuf__diag(diag, DBUF_EFORMAT,
@@ -392,7 +392,9 @@ dbuf__st_read_file(dbuf_st_t *st, int64_t file, const char *via,
   json_t *val;
   int rc;
 
-  if ((rc = st_read_header(path, via, prefix, &hdr, &hlen, &fsize, diag)) != 0)
+  if (st->ids == NULL && (st->ids = dbuf__calloc(st->nfiles, sizeof *st->ids)) == NULL)
+    return dbuf__diag(diag, DBUF_ENOMEM, "%s: out of memory", path);
+  if ((rc = st_read_header(path, via, prefix, &hdr, &hlen, &fsize, &st->ids[file], diag)) != 0)
     return rc;
   st->digest = dbuf__fnv1a(st->digest, prefix, sizeof prefix);
   st->digest = dbuf__fnv1a(st->digest, hdr, (size_t)hlen);

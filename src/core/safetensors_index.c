@@ -54,7 +54,7 @@ st_index_load(const char *path, json_t **root_out, json_t **wmap_out,
   json_error_t jerr;
   int rc;
 
-  if ((rc = dbuf__st_fopen(path, NULL, &f, &size, diag)) != 0)
+  if ((rc = dbuf__st_fopen(path, NULL, &f, &size, NULL, diag)) != 0)
     return rc;
   if (size > DBUF_ST_MAX_HEADER) {
     rc = dbuf__diag(diag, DBUF_EFORMAT,

@@ -31,9 +31,17 @@ struct st_tensor {
                          absolute file offsets afterwards */
 };
 
+/* A data file as its header was read: a later open must find the same one
+ * (dbuf_st_file_check). */
+struct st_file_id {
+  uint64_t dev, ino;
+  int64_t size, mtime_s, mtime_ns;
+};
+
 struct dbuf_st {
   int64_t nfiles;
-  char **paths; /* [nfiles] */
+  char **paths;           /* [nfiles] */
+  struct st_file_id *ids; /* [nfiles], filled as each header is read */
   int64_t n, cap;
   struct st_tensor *t; /* [n]: file order while reading, tensor-id order at the end */
   dbuf_tensors_t *tensors;
@@ -43,9 +51,9 @@ struct dbuf_st {
 /* ---- safetensors_file.c */
 
 /* Open a regular file for reading and return its size; via names the index
- * that named path, or is NULL. */
+ * that named path, or is NULL.  id (may be NULL): the file's identity. */
 int dbuf__st_fopen(const char *path, const char *via, FILE **fp, int64_t *size,
-                   dbuf_diag_t *diag);
+                   struct st_file_id *id, dbuf_diag_t *diag);
 
 /* Read exactly len bytes of what ("header", "index") or fail with DBUF_EIO. */
 int dbuf__st_fread(FILE *f, void *buf, int64_t len, const char *path,

@@ -118,6 +118,17 @@ expect_err "dbuf-shard: buffer all/int8: rank 0: tensor lm_head.weight in $ONE: 
   "--dtype-map lm_head=int8: one line naming the buffer, tensor and file"
 jq_is "$T/e.json" '[.verdict, .phase, has("load")]' '["ERROR", "opening the checkpoint", false]' \
   "--dtype-map lm_head=int8: the report says where"
+# A data file written again after its header was read (DBUF_FAULT=rewrite:1
+# moves its modification time on, before any rank opens it for data): every
+# --io refuses it by name instead of reading at the old offsets.
+for io in posix mpiio mpiio-coll; do
+  DBUF_FAULT=rewrite:1 mpi 2 --safetensors "$ONE" --load --io "$io" --dtype fp32 -q --report "$T/e.json"
+  expect_code 2 "file written again, --io $io: exit 2"
+  expect_err "dbuf-shard: rank 0: $ONE: changed since its header was read: written again (modification time)" \
+    "file written again, --io $io: one line naming the file"
+  jq_is "$T/e.json" '[.verdict, .phase, has("load")]' '["ERROR", "materialization", false]' \
+    "file written again, --io $io: no load report"
+done
 
 # ---- a flipped byte: caught, named with tensor, row and rank ----
 # One buffer (--dtype fp32): the fault flips the first byte of the rank's
