@@ -596,16 +596,79 @@ out:
 /* ------------------------------------------------------------------------ */
 /* The proof                                                                  */
 
+/*
+ * Who re-reads whose rows in the proof: this rank reads the rows of *pred
+ * from the files, and *succ reads this rank's.  Where the ranks sit on two
+ * nodes or more and no node holds more than half of them, both are on
+ * another node than this rank: the ranks in node order (by the node's lowest
+ * rank, then by rank), each checking the one the largest node's count
+ * before it; so a node-local copy of the checkpoint is checked against
+ * another node's, and a copy that differs on one node cannot pass unseen
+ * because its neighbours read the same copy.  Otherwise (one node, or one
+ * node with most ranks) rank - 1 and rank + 1.  Collective: an
+ * MPI_Comm_split_type and an MPI_Allgather of one int a rank.
+ */
+static int
+proof_pairs(dbuf_comm_t *ctx, int *pred, int *succ, dbuf_diag_t *diag)
+{
+  int np = ctx->size, me = ctx->rank, leader = me, rc = 0;
+  *pred = (me + np - 1) % np;
+  *succ = (me + 1) % np;
+  if (np < 2)
+    return 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node) !=
+          MPI_SUCCESS ||
+      MPI_Bcast(&leader, 1, MPI_INT, 0, node) != MPI_SUCCESS)
+    rc = DBUF_EMPI; /* leader: the world rank of the node's first rank */
+  if (node != MPI_COMM_NULL)
+    MPI_Comm_free(&node);
+  /* lead[np], count[np], order[np] */
+  int *lead = rc == 0 ? calloc((size_t)np * 3, sizeof *lead) : NULL;
+  if (rc == 0 && lead == NULL)
+    rc = DBUF_ENOMEM;
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
+    goto out;
+  if (MPI_Allgather(&leader, 1, MPI_INT, lead, 1, MPI_INT, ctx->comm) != MPI_SUCCESS) {
+    rc = DBUF_EMPI;
+    goto out;
+  }
+  int *count = lead + np, *order = lead + 2 * np, most = 0, pos = 0;
+  for (int r = 0; r < np && most <= np; r++) {
+    if (lead[r] < 0 || lead[r] >= np)
+      most = np + 1; /* not a rank: keep rank - 1 and rank + 1 */
+    else if (++count[lead[r]] > most)
+      most = count[lead[r]];
+  }
+  if (2 * (int64_t)most > np)
+    goto out;                            /* rank - 1 and rank + 1 */
+  for (int n = 0, at = 0; n < np; n++) { /* count[n]: where node n's ranks start */
+    int c = count[n];
+    count[n] = at;
+    at += c;
+  }
+  for (int r = 0; r < np; r++) {
+    if (r == me)
+      pos = count[lead[r]];
+    order[count[lead[r]]++] = r;
+  }
+  *pred = order[(pos + np - most) % np];
+  *succ = order[(pos + most) % np];
+out:
+  free(lead);
+  return rc;
+}
+
 /* Second pass for tensor t: the rows of it this rank holds, hashed from mem,
- * against the hashes its checker (rank + 1) computed from the files; the
- * checker's hashes of rank - 1's rows go to rank - 1.  Sets *nbad and
+ * against the hashes its checker (succ, see proof_pairs) computed from the
+ * files; this rank's hashes of pred's rows go to pred.  Sets *nbad and
  * *first_bad (or -1). */
 static int
 rows_differ(dbuf_comm_t *ctx, const dbuf_layout_t *l, const int64_t *ranges, dbuf_dtype_t dtype,
-            const dbuf_st_t *st, const void *mem, int64_t mem_bytes, int64_t t, int64_t *nbad,
-            int64_t *first_bad, dbuf_diag_t *diag)
+            const dbuf_st_t *st, const void *mem, int64_t mem_bytes, int64_t t, int pred, int succ,
+            int64_t *nbad, int64_t *first_bad, dbuf_diag_t *diag)
 {
-  int me = ctx->rank, pred = (me + ctx->size - 1) % ctx->size, succ = (me + 1) % ctx->size;
+  int me = ctx->rank;
   int64_t fm = 0, nm = 0, fp = 0, np = 0;
   int rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes,
                                 NULL, t, NULL, 0, &fm, &nm, diag);
@@ -702,7 +765,7 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
   if (rc != 0)
     return v->code = rc;
   double t0 = wtime();
-  int me = ctx->rank, pred = (me + ctx->size - 1) % ctx->size;
+  int me = ctx->rank, pred = 0, succ = 0;
   int64_t nt = dbuf_layout_ntensors(l), bytes_read = 0, bad_off = -1, nbad_pad = 0;
   int64_t *ranges = calloc((size_t)ctx->size * 2, sizeof *ranges);
   /* [0, nt): loaded sums, [nt, 2 nt): file sums; rows likewise. */
@@ -712,6 +775,7 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
   rc = ranges && sums && rows ? 0 : DBUF_ENOMEM;
   int64_t mine[2] = {start, end};
   if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0 ||
+      (rc = proof_pairs(ctx, &pred, &succ, &d)) != 0 ||
       (rc = dbuf__mpi(MPI_Allgather(mine, 2, MPI_INT64_T, ranges, 2, MPI_INT64_T, ctx->comm))) !=
           0) {
     verdict_fail(v, rc, &d);
@@ -760,8 +824,8 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
       continue;
     }
     int64_t nbad = 0, first = -1;
-    if ((rc = rows_differ(ctx, l, ranges, dtype, st, mem, mem_bytes, t, &nbad, &first, &d)) !=
-        0) {
+    if ((rc = rows_differ(ctx, l, ranges, dtype, st, mem, mem_bytes, t, pred, succ, &nbad, &first,
+                          &d)) != 0) {
       verdict_fail(v, rc, &d);
       goto out;
     }
@@ -777,11 +841,18 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
       v->code = rc = DBUF_EMPI;
       goto out;
     }
+    /* Its checker: where node-local copies differ, either copy may be the
+     * wrong one, so both ranks are named. */
+    int chk = me == who ? succ : INT_MAX, checker = INT_MAX;
+    if (MPI_Allreduce(&chk, &checker, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
+      v->code = rc = DBUF_EMPI;
+      goto out;
+    }
     if (key[0] > 0)
       snprintf(msg, sizeof msg,
-               "tensor %s row %" PRId64 " (rank %d) differs from the checkpoint (%" PRId64
-               " of its %" PRId64 " rows differ)",
-               name, key[1], who, key[0], want);
+               "tensor %s row %" PRId64 " (rank %d) differs from the checkpoint as rank %d read "
+               "it (%" PRId64 " of its %" PRId64 " rows differ)",
+               name, key[1], who, checker, key[0], want);
     else
       snprintf(msg, sizeof msg, "tensor %s: the row checksums differ from the checkpoint's", name);
     list_add(v, t, key[0] > 0 ? key[1] : -1, key[0], key[0] > 0 ? who : -1, msg);

@@ -141,7 +141,7 @@ for np in 2 4; do
   name=$(jq -r ".ranks[$r].first.name" "$T/f.json")
   row=$(jq -r ".ranks[$r].first.row" "$T/f.json")
   rows=$(jq -r --arg n "$name" '{"model.embed_tokens.weight":14,"model.layers.0.attn.weight":6,"model.layers.0.norm.weight":6,"model.layers.1.attn.weight":10,"model.layers.1.mlp.weight":10,"lm_head.weight":2}[$n]' "$T/f.json")
-  line="tensor $name row $row (rank $r) differs from the checkpoint (1 of its $rows rows differ)"
+  line="tensor $name row $row (rank $r) differs from the checkpoint as rank $(((r + 1) % np)) read it (1 of its $rows rows differ)"
   jq_is "$T/f.json" '[.verdict, .load.verdict, .load.problems, .load.problem_count, .message]' \
     "[\"FAIL\", \"FAIL\", [\"$line\"], 1, \"$line\"]" "flip:$r at np $np: named"
   expect_err_has "dbuf-shard: $line" "flip:$r at np $np: on stderr"
@@ -242,5 +242,36 @@ for case in "w1 cannot open" "w2 truncated file"; do
     fail "file $2 on rank 1 only: exit $CODE, $(cat "$T/stderr")"
   fi
 done
+
+# Node-local copies that differ, on two nodes of 2 ranks (tests/mpi/fake-rsh.sh):
+# nodeB's copy differs in one byte of t2, which rank 2 (nodeB's first rank)
+# holds alone (4 tensors of 128 elements, unpadded at dp 4).  Rank 2's rows
+# must be re-read by a rank of nodeA: with rank 3 re-reading them, from the
+# same copy, the run passed.
+mkdir -p "$T/na" "$T/nb"
+python3 - "$T" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+h, blob = {}, b""
+for i in range(4):
+    b = bytes((i * 37 + k) % 64 for k in range(16 * 8 * 4))
+    h["t%d" % i] = {"dtype": "F32", "shape": [16, 8], "data_offsets": [len(blob), len(blob) + len(b)]}
+    blob += b
+hj = json.dumps(h).encode()
+good = struct.pack("<Q", len(hj)) + hj + blob
+open(d + "/na/m.safetensors", "wb").write(good)
+bad = bytearray(good)
+bad[8 + len(hj) + 2 * 512 + 5 * 32] ^= 0x40      # t2, row 5
+open(d + "/nb/m.safetensors", "wb").write(bytes(bad))
+PY
+args=(--safetensors m.safetensors --load --layout unpadded -q --report "$T/n.json")
+timed timeout "$MPI_TIMEOUT" "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host nodeA:2,nodeB:2 \
+  -np 2 -wdir "$T/na" "$DBUF" "${args[@]}" : -np 2 -wdir "$T/nb" "$DBUF" "${args[@]}" \
+  >"$T/stdout" 2>"$T/stderr.all"
+line="tensor t2 row 5 (rank 2) differs from the checkpoint as rank 0 read it (1 of its 16 rows differ)"
+expect_code 1 "node-local copies that differ: exit 1"
+jq_is "$T/n.json" '[.verdict, .load.problems, [.ranks[].host]]' \
+  "[\"FAIL\", [\"$line\"], [\"nodeA\", \"nodeA\", \"nodeB\", \"nodeB\"]]" \
+  "node-local copies that differ: rank 2's rows checked on nodeA, both ranks named"
 
 finish
