@@ -309,17 +309,6 @@ int cmd_plan(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_run(int argc, char **argv);
-/* Started by a launcher as one of several ranks (mpirun, srun), every rank
- * must be doing the same thing before any acts, or one that prints its help
- * or runs a serial command ends before MPI_Init and leaves the others
- * waiting in it for ever.  So a command other than the service calls this
- * first with what it is about to do (its label: "--help", "models", ...):
- * under a launcher it initializes MPI, compares the label with every other
- * rank's (the service compares "run" the same way as its first collective)
- * and finalizes.  0: the same everywhere, or no launcher; CLI_EXIT_USAGE:
- * it differs, and rank 0 printed "the command differs between ranks: rank 0
- * has A, rank R has B".  A build without MPI returns 0. */
-int cli_launch_gate(const char *label);
 int cmd_compare(int argc, char **argv);
 
 extern const char *cli_prog;

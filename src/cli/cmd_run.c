@@ -663,50 +663,6 @@ launched(void)
          getenv("PMI_RANK") != NULL || getenv("PMI_SIZE") != NULL;
 }
 
-/* The labels of every rank: rank 0's and the lowest rank's whose differs;
- * the first collective of every command under a launcher (see
- * cli_launch_gate in cli.h).  0 or CLI_EXIT_USAGE (rank 0 printed why). */
-static int
-agree_label(MPI_Comm comm, const char *label)
-{
-  char mine[64], root[64], other[64];
-  int rank = 0, first = INT_MAX;
-  MPI_Comm_rank(comm, &rank);
-  snprintf(mine, sizeof mine, "%s", label);
-  memcpy(root, mine, sizeof root);
-  if (MPI_Bcast(root, (int)sizeof root, MPI_CHAR, 0, comm) != MPI_SUCCESS)
-    return cli_exit_code(DBUF_EMPI);
-  int differs = strcmp(mine, root) != 0 ? rank : INT_MAX;
-  if (MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
-    return cli_exit_code(DBUF_EMPI);
-  if (first == INT_MAX)
-    return 0;
-  memcpy(other, mine, sizeof other);
-  if (MPI_Bcast(other, (int)sizeof other, MPI_CHAR, first, comm) != MPI_SUCCESS)
-    return cli_exit_code(DBUF_EMPI);
-  if (rank == 0)
-    fprintf(stderr,
-            "%s: the command differs between ranks: rank 0 has %s, rank %d has %s (every "
-            "rank must be given the same command and options)\n",
-            cli_prog, root, first, other);
-  return CLI_EXIT_USAGE;
-}
-
-int
-cli_launch_gate(const char *label)
-{
-  if (!launched())
-    return 0;
-  int provided = 0, code;
-  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
-    cli_err("MPI_Init failed");
-    return cli_exit_code(DBUF_EMPI);
-  }
-  code = agree_label(MPI_COMM_WORLD, label);
-  MPI_Finalize();
-  return code;
-}
-
 /* A bare `dbuf-shard` outside a launcher is one rank: say so, and how to
  * start more, before it runs. */
 static void
@@ -1742,14 +1698,19 @@ is_help(const char *a)
          strchr(a + 1, 'h') != NULL;
 }
 
-/* Whether an argument asks for the help (see is_help).  It is printed once
- * (the launcher's rank 0, or alone), after cli_launch_gate. */
+/* --help needs no MPI: print it once (the launcher's rank 0, or alone). */
 static int
 wants_help(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++) {
-    if (is_help(argv[i]))
+    if (is_help(argv[i])) {
+      const char *r = getenv("OMPI_COMM_WORLD_RANK");
+      if (r == NULL)
+        r = getenv("PMIX_RANK");
+      if (r == NULL || strcmp(r, "0") == 0)
+        run_usage(stdout);
       return 1;
+    }
   }
   return 0;
 }
@@ -1760,18 +1721,8 @@ cmd_run(int argc, char **argv)
   run_t r;
   int rc, code;
 
-  if (wants_help(argc, argv)) {
-    if ((code = cli_launch_gate("run --help")) != 0)
-      return code;
-    const char *rk = getenv("OMPI_COMM_WORLD_RANK");
-    if (rk == NULL)
-      rk = getenv("PMIX_RANK");
-    if (rk == NULL)
-      rk = getenv("PMI_RANK");
-    if (rk == NULL || strcmp(rk, "0") == 0)
-      run_usage(stdout);
+  if (wants_help(argc, argv))
     return CLI_EXIT_OK;
-  }
   memset(&r, 0, sizeof r);
   parse_faults(NULL, &r.fault); /* none until the options are read */
   cli_plan_opts_init(&r.o.plan);
@@ -1784,12 +1735,6 @@ cmd_run(int argc, char **argv)
     return cli_exit_code(DBUF_EMPI);
   }
   r.t_start = MPI_Wtime();
-  /* The first collective: every rank runs the service (cli_launch_gate). */
-  if ((code = agree_label(MPI_COMM_WORLD, "run")) != 0) {
-    cli_plan_opts_free(&r.o.plan);
-    MPI_Finalize();
-    return code;
-  }
   if ((rc = dbuf_comm_create(MPI_COMM_WORLD, &r.ctx)) != 0) {
     cli_err("cannot set up MPI: %s", dbuf_strerror(rc));
     cli_plan_opts_free(&r.o.plan);

@@ -10,13 +10,6 @@
 #include <string.h>
 
 int
-cli_launch_gate(const char *label)
-{
-  (void)label; /* without MPI no launcher starts several of these */
-  return 0;
-}
-
-int
 cmd_run(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++) {

@@ -7,21 +7,7 @@
 #include "config.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* Whether this process prints an answer every rank would give alike (the
- * help, the version): alone, or rank 0 of a launcher's job. */
-static int
-answers(void)
-{
-  const char *r = getenv("OMPI_COMM_WORLD_RANK");
-  if (r == NULL)
-    r = getenv("PMIX_RANK");
-  if (r == NULL)
-    r = getenv("PMI_RANK");
-  return r == NULL || strcmp(r, "0") == 0;
-}
 
 static void
 usage(FILE *f)
@@ -61,29 +47,20 @@ main(int argc, char **argv)
                    strcmp(argv[1], "--help") != 0 && strcmp(argv[1], "-h") != 0 &&
                    strcmp(argv[1], "--version") != 0 && strcmp(argv[1], "-V") != 0))
     return cmd_run(argc, argv);
-  if (strcmp(argv[1], "run") == 0) /* it compares "run" itself */
-    return cmd_run(argc - 1, argv + 1);
-  /* Anything else under a launcher: first every rank must be doing the same
-   * (cli_launch_gate), else the ranks that run the service wait for ever. */
-  int help =
-      strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0;
-  int version = strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0;
-  int code = cli_launch_gate(help ? "--help" : version ? "--version" : argv[1]);
-  if (code != 0)
-    return code;
-  if (help) {
-    if (answers())
+  if (argc >= 2) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
       usage(stdout);
-    return CLI_EXIT_OK;
-  }
-  if (version) {
-    if (answers())
+      return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
       printf("dbuf-shard %s\n", PACKAGE_VERSION);
-    return CLI_EXIT_OK;
-  }
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-    if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].fn(argc - 1, argv + 1);
+      return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+      if (strcmp(argv[1], commands[i].name) == 0)
+        return commands[i].fn(argc - 1, argv + 1);
+    }
   }
   cli_suggest_t s;
   char hint[256];
