@@ -663,6 +663,46 @@ launched(void)
          getenv("PMI_RANK") != NULL || getenv("PMI_SIZE") != NULL;
 }
 
+/* This process's rank as its launcher set it (read before MPI_Init), or 0. */
+static int
+launcher_rank(void)
+{
+  const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = getenv(names[i]);
+    char *end;
+    long r = v != NULL ? strtol(v, &end, 10) : -1;
+    if (v != NULL && *v != '\0' && *end == '\0' && r >= 0 && r <= INT_MAX)
+      return (int)r;
+  }
+  return 0;
+}
+
+/* The --timeout the options give, looked for before MPI_Init (as
+ * "--timeout N" or "--timeout=N"; the options are parsed, and their errors
+ * reported, once MPI is up): the watchdog's limit while MPI_Init waits for
+ * every rank.  The default when absent or not a valid value. */
+static double
+early_timeout(int argc, char **argv)
+{
+  int64_t t = CLI_TIMEOUT_DEFAULT;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    if (strcmp(argv[i], "--") == 0)
+      break;
+    if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+      v = argv[++i];
+    else if (strncmp(argv[i], "--timeout=", 10) == 0)
+      v = argv[i] + 10;
+    char *end;
+    errno = 0;
+    long long x = v != NULL ? strtoll(v, &end, 10) : -1;
+    if (v != NULL && *v != '\0' && *end == '\0' && errno == 0 && x >= 0 && x <= 7 * 86400)
+      t = x;
+  }
+  return (double)t;
+}
+
 /* A bare `dbuf-shard` outside a launcher is one rank: say so, and how to
  * start more, before it runs. */
 static void
@@ -1727,10 +1767,18 @@ cmd_run(int argc, char **argv)
   parse_faults(NULL, &r.fault); /* none until the options are read */
   cli_plan_opts_init(&r.o.plan);
   r.launched = launched();
+  /* MPI_Init waits for every rank of the job: one given another command
+   * (its --help, a serial command) never comes, so the watchdog covers it. */
+  if (cli_watchdog_start_init(early_timeout(argc, argv), launcher_rank()) != 0) {
+    cli_err("cannot start the --timeout watchdog");
+    cli_plan_opts_free(&r.o.plan);
+    return CLI_EXIT_FAIL;
+  }
   /* The watchdog thread may call MPI_Abort while this one waits in MPI. */
   int provided = 0;
   if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     cli_err("MPI_Init failed");
+    cli_watchdog_stop();
     cli_plan_opts_free(&r.o.plan);
     return cli_exit_code(DBUF_EMPI);
   }

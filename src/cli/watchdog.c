@@ -8,6 +8,13 @@
  * phase, so the limit bounds a phase, not the whole run.  This lives in the
  * CLI: the library never aborts.
  *
+ * It starts before MPI_Init, whose wait for every rank of the job is a phase
+ * too: a rank that never calls it (given another command than the others,
+ * such as its --help or a serial command, it ends without starting MPI)
+ * would leave the others there for ever.  Until MPI_Init has returned no
+ * MPI call is allowed either, so a timeout there ends the rank with
+ * _exit(1).
+ *
  * The last phase, shutdown, covers MPI_Finalize (which waits for the other
  * ranks) and the moments after it.  No MPI call is allowed once
  * MPI_Finalize has begun (Open MPI prints "MPI_Abort() ... called after
@@ -29,6 +36,7 @@ static struct {
   pthread_cond_t wake;
   pthread_t thread;
   int running, stop, rank;
+  int mpi_up;            /* MPI_Init has returned: MPI_Abort may be called */
   int no_mpi;            /* shutdown: MPI_Abort may no longer be called */
   double limit;          /* seconds */
   struct timespec since; /* start of the phase (CLOCK_MONOTONIC) */
@@ -72,17 +80,16 @@ watch(void *arg)
   fflush(stderr);
   /* The lock stays held: the phase cannot change under the abort, and
    * no_mpi, set under it before MPI_Finalize is entered, is final. */
-  if (wd.no_mpi)
+  if (wd.no_mpi || !wd.mpi_up)
     _exit(1);
   MPI_Abort(MPI_COMM_WORLD, 1);
   _exit(1); /* MPI_Abort does not return; if it ever did, end this rank anyway */
 }
 
-int
-cli_watchdog_start(double seconds, int rank, const char *phase)
+/* Start the thread: phase and rank as given, MPI up or not. */
+static int
+start(double seconds, int rank, const char *phase, int mpi_up)
 {
-  if (seconds <= 0)
-    return 0;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -94,12 +101,41 @@ cli_watchdog_start(double seconds, int rank, const char *phase)
   wd.rank = rank;
   wd.phase = phase;
   wd.stop = wd.no_mpi = 0;
+  wd.mpi_up = mpi_up;
   clock_gettime(CLOCK_MONOTONIC, &wd.since);
   if ((rc = pthread_create(&wd.thread, NULL, watch, NULL)) != 0) {
     pthread_cond_destroy(&wd.wake);
     return rc;
   }
   wd.running = 1;
+  return 0;
+}
+
+int
+cli_watchdog_start_init(double seconds, int rank)
+{
+  if (seconds <= 0 || wd.running)
+    return 0;
+  return start(seconds, rank, "MPI_Init", 0);
+}
+
+int
+cli_watchdog_start(double seconds, int rank, const char *phase)
+{
+  if (!wd.running)
+    return seconds > 0 ? start(seconds, rank, phase, 1) : 0;
+  if (seconds <= 0) { /* --timeout 0 where the early look saw none */
+    cli_watchdog_stop();
+    return 0;
+  }
+  pthread_mutex_lock(&wd.lock);
+  wd.limit = seconds;
+  wd.rank = rank;
+  wd.phase = phase;
+  wd.mpi_up = 1;
+  clock_gettime(CLOCK_MONOTONIC, &wd.since);
+  pthread_cond_signal(&wd.wake);
+  pthread_mutex_unlock(&wd.lock);
   return 0;
 }
 

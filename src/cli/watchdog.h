@@ -6,11 +6,20 @@
 #define CLI_TIMEOUT_DEFAULT 600
 
 /*
- * Start watching (after MPI_Init): when one phase lasts seconds, print
+ * Start watching before MPI_Init, in phase "MPI_Init" (rank: the
+ * launcher's, or 0): a timeout prints the line below and ends this rank
+ * with _exit(1), as no MPI call is allowed yet.  Nothing if seconds <= 0 or
+ * already watching.  Returns 0 or an errno value.
+ */
+int cli_watchdog_start_init(double seconds, int rank);
+
+/*
+ * Watch (after MPI_Init): when one phase lasts seconds, print
  * "dbuf-shard: rank R: timeout after N s in phase PHASE (...)" and
- * MPI_Abort the job (from cli_watchdog_shutdown() on: _exit(1)).
- * seconds <= 0 disables it.  phase is a static string.  Returns 0 or an
- * errno value (the thread could not start).
+ * MPI_Abort the job (from cli_watchdog_shutdown() on: _exit(1)).  Started
+ * by cli_watchdog_start_init(), it now takes this limit, rank and phase and
+ * may call MPI; seconds <= 0 disables it (stops it).  phase is a static
+ * string.  Returns 0 or an errno value (the thread could not start).
  */
 int cli_watchdog_start(double seconds, int rank, const char *phase);
 

@@ -150,6 +150,24 @@ every_rank 0 "" "rank 1 giving the defaults explicitly"
 # -q only silences progress: it may differ.
 BASE_ARGS=$BASE ODD_RANKS=1 ODD_ARGS="--shapes $T/small.shapes" wrapped 2
 every_rank 0 "" "rank 1 without -q"
+# Another command on one rank (its help, a serial command): that rank ends
+# without starting MPI, and the others wait in MPI_Init, which no MPI call
+# can end: their watchdog does (phase MPI_Init).  Ranks 0 and 2 start
+# TIME_SCALE seconds late, so rank 1 has ended before any rank is in MPI_Init
+# (else mpirun may see it end "improperly" and end the job itself); abort on
+# failure off, so each rank's own watchdog must end it.  (Before the
+# watchdog covered MPI_Init, they waited there until timeout cut mpirun.)
+for odd in "--help" "models" "-q --he"; do
+  OMPI_MCA_orte_abort_on_non_zero_status=0 BASE_ARGS="$odd" ODD_RANKS="0 2" ODD_SETUP="sleep $TIME_SCALE" \
+    ODD_ARGS="$BASE --timeout 3" wrapped 3
+  want="dbuf-shard: rank 0: timeout after 3 s in phase MPI_Init (no progress: another rank may have died or hung while the launcher keeps the job; --timeout sets the limit)"
+  if [ "$EXITS" = "1 0 1" ] && [ "$SECS" -le "$LIMIT" ] && [ "$CODE" -ne 124 ] &&
+    [ "$(grep -c 'timeout after 3 s in phase MPI_Init' "$T/stderr")" = 2 ] && grep -qxF "$want" "$T/stderr"; then
+    pass "rank 1 given '$odd': ranks 0 and 2 ended by their watchdogs in MPI_Init in ${SECS}s"
+  else
+    fail "rank 1 given '$odd': exits '$EXITS' (want 1 0 1) in ${SECS}s, mpirun $CODE, stderr '$ERR'"
+  fi
+done
 
 # --- A rank that dies -------------------------------------------------------
 # With the launcher's abort on failure (the default): mpirun ends the job and
