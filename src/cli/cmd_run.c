@@ -1783,10 +1783,15 @@ cmd_run(int argc, char **argv)
     return cli_exit_code(DBUF_EMPI);
   }
   r.t_start = MPI_Wtime();
+  /* MPI is up: from here a timeout may end the job with MPI_Abort (the
+   * watchdog runs, or is disabled: this only changes its state). */
+  (void)cli_watchdog_start(early_timeout(argc, argv), launcher_rank(), "start-up");
   if ((rc = dbuf_comm_create(MPI_COMM_WORLD, &r.ctx)) != 0) {
     cli_err("cannot set up MPI: %s", dbuf_strerror(rc));
+    cli_watchdog_shutdown();
     cli_plan_opts_free(&r.o.plan);
     MPI_Finalize();
+    cli_watchdog_stop();
     return cli_exit_code(rc);
   }
   r.rank = dbuf_comm_rank(r.ctx);
