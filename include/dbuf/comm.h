@@ -486,13 +486,15 @@ typedef struct dbuf_load_verdict {
  * from the files, those of the rows of one other rank: where the ranks span
  * two nodes or more and no node holds more than half of them, a rank on
  * another node (the ranks in node order, each reading the rows of the one
- * the largest node's count before it), so that node-local copies are
- * checked against each other; else rank (r - 1) mod size, so the rows of
- * rank r are checked by rank (r + 1) mod size (by itself at one rank).  Both sums are reduced over
- * the ranks (MPI_Allreduce) and compared per tensor, with the rows held against each tensor's row
- * count. For the first DBUF_LOAD_MAX_LISTED tensors that differ, a second pass exchanges the
- * per-row hashes between each rank and its checker and names the first row that differs, its rank,
- * its checker and the number of such rows.  Every rank also checks that its padding is zero.
+ * the largest node's count before it), so that node-local copies are checked
+ * against each other; else rank (r - 1) mod size, so the rows of rank r are
+ * checked by rank (r + 1) mod size (by itself at one rank).  Both sums are
+ * reduced over the ranks (MPI_Allreduce) and compared per tensor, with the
+ * rows held against each tensor's row count. For the first
+ * DBUF_LOAD_MAX_LISTED tensors that differ, a second pass exchanges the
+ * per-row hashes between each rank and its checker and names the first row
+ * that differs, its rank, its checker and the number of such rows.  Every
+ * rank also checks that its padding is zero.
  * \param[in] l, dtype, st  global, as for dbuf_comm_load()
  * \param[in] start, end    local: this rank's range
  * \param[in] mem           local: the loaded range, mem_bytes bytes
