@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "dbuf/models.h"
+#include "testutil.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -374,9 +375,7 @@ START_TEST(test_deepseek_speed)
   double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
               (double)(b.tv_nsec - a.tv_nsec) / 1e6;
   ck_assert_int_eq(dbuf_tensors_count(t), 45395);
-  /* DBUF_TEST_TIME_SCALE stretches the bound for slow builds (sanitizers). */
-  const char *scale_env = getenv("DBUF_TEST_TIME_SCALE");
-  double scale = scale_env != NULL && atof(scale_env) >= 1.0 ? atof(scale_env) : 1.0;
+  double scale = test_time_scale();
   ck_assert_msg(ms < 4000.0 * scale, "deepseek-v3 took %.1f ms (bound %.0f ms)", ms,
                 4000.0 * scale);
   dbuf_tensors_destroy(t);

@@ -10,6 +10,7 @@
 #include "dbuf/report.h"
 #include "dbuf/shapes_io.h"
 #include "dbuf/tensors.h"
+#include "testutil.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -441,9 +442,7 @@ START_TEST(test_big_fast)
   dbuf_layout_params_init(&p);
   p.nranks = 1024;
   ck_assert_msg(dbuf_layout_build(t, &p, &l, &d) == 0, "%s", d.msg);
-  /* DBUF_TEST_TIME_SCALE stretches the bound for slow builds (sanitizers). */
-  const char *scale_env = getenv("DBUF_TEST_TIME_SCALE");
-  double scale = scale_env != NULL && atof(scale_env) >= 1.0 ? atof(scale_env) : 1.0;
+  double scale = test_time_scale();
   for (int f = DBUF_REPORT_SUMMARY; f <= DBUF_REPORT_SVG; f++) {
     double t0 = now();
     char *s = report(l, (dbuf_report_format_t)f, NULL);

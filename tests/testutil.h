@@ -15,6 +15,17 @@ test_data_dir(void)
   return d && *d ? d : "tests/data";
 }
 
+/* DBUF_TEST_TIME_SCALE: the factor that stretches the tests' wall-clock
+ * bounds for slow builds (sanitizers); 1 when unset, under 1 or not a
+ * number (tests/cli/lib.sh reads it the same way for the scripts). */
+static inline double
+test_time_scale(void)
+{
+  const char *v = getenv("DBUF_TEST_TIME_SCALE");
+  double s = v != NULL ? atof(v) : 1.0;
+  return s >= 1.0 ? s : 1.0;
+}
+
 /* xorshift64 for the random property tests; seed test_rng_state first
  * (never 0). */
 static uint64_t test_rng_state;

@@ -1769,7 +1769,9 @@ cmd_run(int argc, char **argv)
   r.launched = launched();
   /* MPI_Init waits for every rank of the job: one given another command
    * (its --help, a serial command) never comes, so the watchdog covers it. */
-  if (cli_watchdog_start_init(early_timeout(argc, argv), launcher_rank()) != 0) {
+  const double t_init = early_timeout(argc, argv);
+  const int l_rank = launcher_rank();
+  if (cli_watchdog_start_init(t_init, l_rank) != 0) {
     cli_err("cannot start the --timeout watchdog");
     cli_plan_opts_free(&r.o.plan);
     return CLI_EXIT_FAIL;
@@ -1785,7 +1787,7 @@ cmd_run(int argc, char **argv)
   r.t_start = MPI_Wtime();
   /* MPI is up: from here a timeout may end the job with MPI_Abort (the
    * watchdog runs, or is disabled: this only changes its state). */
-  (void)cli_watchdog_start(early_timeout(argc, argv), launcher_rank(), "start-up");
+  (void)cli_watchdog_start(t_init, l_rank, "start-up");
   if ((rc = dbuf_comm_create(MPI_COMM_WORLD, &r.ctx)) != 0) {
     cli_err("cannot set up MPI: %s", dbuf_strerror(rc));
     cli_watchdog_shutdown();
