@@ -345,6 +345,99 @@ START_TEST(test_plan_errors_and_assembly)
 }
 END_TEST
 
+/* A tensor name belongs to one buffer: every name seen in an earlier
+ * buffer is one DUPLICATE violation naming both buffers, in buffer order;
+ * a plan the builder made has none; the callback can stop the check. */
+typedef struct {
+  int n;
+  dbuf_violation_t v[4];
+} viols_t;
+
+static int
+keep_viol(const dbuf_violation_t *v, void *arg)
+{
+  viols_t *k = arg;
+  if (k->n < 4)
+    k->v[k->n] = *v;
+  return ++k->n >= 4;
+}
+
+static int
+stop_first(const dbuf_violation_t *v, void *arg)
+{
+  (void)v;
+  ++*(int *)arg;
+  return 1;
+}
+
+static void
+add_buffer(dbuf_plan_t *p, const char *unit, dbuf_dtype_t dt, const char *const *tn, int n)
+{
+  static const int64_t d2[][2] = {{4, 2}, {4, 2}, {4, 2}};
+  dbuf_tensors_t *t = mk(tn, d2, NULL, n);
+  dbuf_layout_params_t lp;
+  dbuf_layout_t *l;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 2;
+  ck_assert_int_eq(dbuf_layout_build(t, &lp, &l, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_add(p, unit, dt, l, NULL, NULL), 0);
+  dbuf_tensors_destroy(t);
+}
+
+START_TEST(test_plan_validate_names)
+{
+  static const char *const b0[] = {"a", "b"}, *const b1[] = {"c", "a"},
+                           *const b2[] = {"b", "d", "e"};
+  dbuf_plan_t *p;
+  dbuf_diag_t d;
+  viols_t k = {0};
+  int64_t nv = -1;
+  ck_assert_int_eq(dbuf_plan_create(&p), 0);
+  add_buffer(p, "u0", DBUF_DTYPE_BF16, b0, 2);
+  add_buffer(p, "u1", DBUF_DTYPE_F32, b1, 2);
+  add_buffer(p, "u2", DBUF_DTYPE_BF16, b2, 3);
+  ck_assert_int_eq(dbuf_plan_validate(p, keep_viol, &k, &nv, &d), DBUF_ELAYOUT);
+  ck_assert_int_eq(nv, 2);
+  ck_assert_int_eq(k.n, 2);
+  ck_assert_int_eq(d.code, DBUF_ELAYOUT);
+  ck_assert_str_eq(d.msg, "tensor a is in buffer u0/bf16 and in buffer u1/fp32 (a tensor "
+                          "belongs to one buffer)");
+  ck_assert_str_eq(k.v[0].msg, d.msg);
+  ck_assert_int_eq(k.v[0].kind, DBUF_VIOL_DUPLICATE);
+  ck_assert_int_eq(k.v[0].tensor, 1); /* "a" in u1 */
+  ck_assert_int_eq(k.v[0].other, 0);  /* "a" in u0 */
+  ck_assert_int_eq(k.v[0].a, 0);
+  ck_assert_int_eq(k.v[0].b, 1);
+  ck_assert_int_eq(k.v[0].rank, -1);
+  ck_assert_int_eq(k.v[1].tensor, 0); /* "b" in u2 */
+  ck_assert_int_eq(k.v[1].other, 1);  /* "b" in u0 */
+  ck_assert_int_eq(k.v[1].a, 0);
+  ck_assert_int_eq(k.v[1].b, 2);
+  ck_assert_ptr_nonnull(strstr(k.v[1].msg, "tensor b is in buffer u0/bf16 and in buffer u2/bf16"));
+  int calls = 0;
+  ck_assert_int_eq(dbuf_plan_validate(p, stop_first, &calls, &nv, NULL), DBUF_ELAYOUT);
+  ck_assert_int_eq(calls, 1);
+  ck_assert_int_eq(nv, 1);
+  ck_assert_int_eq(dbuf_plan_validate(NULL, NULL, NULL, NULL, &d), DBUF_EINVAL);
+  dbuf_plan_destroy(p);
+
+  /* The builder's plans hold each tensor once. */
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_units_t *u;
+  dbuf_layout_params_t lp;
+  dbuf_layout_params_init(&lp);
+  lp.nranks = 2;
+  ck_assert_int_eq(dbuf_units_layer(t, &u, NULL), 0);
+  ck_assert_int_eq(dbuf_plan_build(t, u, DBUF_DTYPE_BF16, &lp, 0, &p, NULL), 0);
+  ck_assert_int_gt(dbuf_plan_nbuffers(p), 1);
+  ck_assert_int_eq(dbuf_plan_validate(p, NULL, NULL, &nv, NULL), 0);
+  ck_assert_int_eq(nv, 0);
+  dbuf_plan_destroy(p);
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* A plan of many buffers (re: units of one tensor each) is assembled in
  * linear time: 200,000 buffers are added in about a second, well inside
  * the 30 s timeout of their test case even on a loaded machine, where a scan
@@ -378,6 +471,11 @@ START_TEST(test_plan_many_buffers)
   dbuf_plan_buffer_t pb;
   ck_assert_int_eq(dbuf_plan_buffer(p, 12345, &pb), 0);
   ck_assert_str_eq(pb.unit, "u12345");
+  /* Every buffer holds "w": each after the first is one duplicate, found
+   * in linear time too. */
+  int64_t nv = 0;
+  ck_assert_int_eq(dbuf_plan_validate(p, NULL, NULL, &nv, NULL), DBUF_ELAYOUT);
+  ck_assert_int_eq(nv, n - 1);
   dbuf_plan_destroy(p);
   dbuf_tensors_destroy(t);
 }
@@ -635,6 +733,7 @@ main(void)
   tcase_add_test(tc, test_plan_layer_dtypes);
   tcase_add_test(tc, test_plan_one_buffer_is_the_layout);
   tcase_add_test(tc, test_plan_errors_and_assembly);
+  tcase_add_test(tc, test_plan_validate_names);
   tcase_add_test(tc, test_shapes_dtype_column);
   tcase_add_test(tc, test_plan_json);
   tcase_add_test(tc, test_plan_json_stream);

@@ -225,7 +225,8 @@ typedef enum dbuf_violation_kind {
   DBUF_VIOL_SPLIT,       /**< TENSOR tensor not inside one segment, or wrong owner */
   DBUF_VIOL_GAP,         /**< padding where the kind promises none */
   DBUF_VIOL_BLOCK,       /**< dim 0 not divisible by block_size */
-  DBUF_VIOL_CHUNK        /**< chunk size is not the LCM, or segments not multiples of it */
+  DBUF_VIOL_CHUNK,       /**< chunk size is not the LCM, or segments not multiples of it */
+  DBUF_VIOL_DUPLICATE    /**< a tensor name in two buffers of a plan (dbuf_plan_validate()) */
 } dbuf_violation_kind_t;
 
 /** One violated invariant. */

@@ -190,6 +190,22 @@ DBUF_EXPORT int dbuf_plan_totals(const dbuf_plan_t *p, dbuf_plan_totals_t *out);
  */
 DBUF_EXPORT int dbuf_plan_rank_bytes(const dbuf_plan_t *p, int rank, int64_t *bytes);
 
+/**
+ * \brief Check what must hold across the buffers of a plan: a tensor name
+ * is in one buffer at most (each buffer's own invariants are
+ * dbuf_layout_validate()'s).  A name already in an earlier buffer is one
+ * DBUF_VIOL_DUPLICATE violation: tensor is its id in the later buffer b,
+ * other its id in the earlier buffer a, rank -1, and msg names the tensor
+ * and both buffers.  O(total tensors).  Not collective.
+ * \param[in] fn      may be NULL; non-zero from it stops the check
+ * \param[out] nviol  may be NULL; number of violations found
+ * \param[out] diag   may be NULL; the first violation
+ * \return 0 when none, DBUF_ELAYOUT otherwise, DBUF_EINVAL, DBUF_EOVERFLOW,
+ *   DBUF_ENOMEM
+ */
+DBUF_EXPORT int dbuf_plan_validate(const dbuf_plan_t *p, dbuf_violation_fn fn, void *arg,
+                                   int64_t *nviol, dbuf_diag_t *diag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,9 +56,10 @@ verify_usage(FILE *f)
           "Output on stdout: first 'LAYOUT: FAILED: N problems (KIND COUNT, ...)',\n"
           "then one line per problem, 'LAYOUT: KIND: message', with KIND one of\n"
           "range, bounds, overlap, align, cut, unequal, split, gap, block, chunk\n"
-          "(layout invariants) or missing, extra, shape, order (differences from\n"
-          "the tensor list): at most %d of each kind, then 'LAYOUT: KIND: ... M\n"
-          "more (use --all)'.  A valid layout gives the single line\n"
+          "(layout invariants), duplicate (a tensor in two buffers) or missing,\n"
+          "extra, shape, order (differences from the tensor list): at most %d of\n"
+          "each kind, then 'LAYOUT: KIND: ... M more (use --all)'.  A valid\n"
+          "layout gives the single line\n"
           "'LAYOUT: OK: ...'.  Errors reading the inputs go to stderr as\n"
           "'dbuf-shard: FILE[:LINE]: message'.\n"
           "Exit status: 0 valid, 1 problems found, 2 bad usage or unreadable\n"
@@ -67,18 +68,19 @@ verify_usage(FILE *f)
 }
 
 static const char *const viol_names[] = {
-    NULL,    "range", "bounds", "overlap", "align", "cut",
-    "unequal", "split", "gap",  "block",   "chunk"};
+    NULL,      "range", "bounds", "overlap", "align",    "cut",
+    "unequal", "split", "gap",    "block",   "chunk",    "duplicate"};
 
 const char *
 cli_violation_name(int kind)
 {
-  return kind >= DBUF_VIOL_RANGE && kind <= DBUF_VIOL_CHUNK ? viol_names[kind] : "invalid";
+  return kind >= DBUF_VIOL_RANGE && kind <= DBUF_VIOL_DUPLICATE ? viol_names[kind] : "invalid";
 }
 
-/* The kinds of problem, as one index: a violation kind (1 .. DBUF_VIOL_CHUNK),
- * or DIFF_BASE + a difference kind (DBUF_TDIFF_*); 0 for anything else. */
-#define DIFF_BASE DBUF_VIOL_CHUNK
+/* The kinds of problem, as one index: a violation kind (1 ..
+ * DBUF_VIOL_DUPLICATE), or DIFF_BASE + a difference kind (DBUF_TDIFF_*); 0
+ * for anything else. */
+#define DIFF_BASE DBUF_VIOL_DUPLICATE
 #define NKINDS (DIFF_BASE + DBUF_TDIFF_ORDER + 1)
 
 static const char *
@@ -126,7 +128,7 @@ static int
 on_violation(const dbuf_violation_t *v, void *arg)
 {
   vstate_t *s = arg;
-  int k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_CHUNK ? (int)v->kind : 0;
+  int k = v->kind >= DBUF_VIOL_RANGE && v->kind <= DBUF_VIOL_DUPLICATE ? (int)v->kind : 0;
   if (take(s, k))
     printf("%s: %s: %s%s\n", s->file, cli_violation_name(v->kind), s->label, v->msg);
   return 0;
@@ -228,6 +230,11 @@ check(vstate_t *s)
     }
   }
   s->label = "";
+  int e = dbuf_plan_validate(s->plan, on_violation, s, NULL, NULL);
+  if (e != 0 && e != DBUF_ELAYOUT) {
+    cli_err("%s: %s", s->file, dbuf_strerror(e));
+    return cli_exit_code(e);
+  }
   for (int64_t k = 0; s->rplan != NULL && k < dbuf_plan_nbuffers(s->rplan); k++) {
     if (!s->rused[k])
       buffer_diff(s, DBUF_TDIFF_MISSING, s->rplan, k);

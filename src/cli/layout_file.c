@@ -53,15 +53,17 @@ on_violation(const dbuf_violation_t *v, void *arg)
   return 0;
 }
 
-/* Validate l, its problems appended to probs after label; 0, or the error
- * (printed) when the validation could not run. */
+/* Validate l (or, with l NULL, what must hold across the buffers of p: a
+ * tensor in one of them only), its problems appended to probs after label;
+ * 0, or the error (printed) when the validation could not run. */
 static int
-validate(const char *path, const dbuf_layout_t *l, const char *label, cli_problems_t *probs)
+validate(const char *path, const dbuf_layout_t *l, const dbuf_plan_t *p, const char *label,
+         cli_problems_t *probs)
 {
   collect_t c = {probs, label};
-  dbuf_diag_t d;
   int64_t before = probs->n;
-  int e = dbuf_layout_validate(l, on_violation, &c, NULL, &d);
+  int e = l != NULL ? dbuf_layout_validate(l, on_violation, &c, NULL, NULL)
+                    : dbuf_plan_validate(p, on_violation, &c, NULL, NULL);
   if (e == 0 || (e == DBUF_ELAYOUT && probs->n > before))
     return 0;
   /* DBUF_ELAYOUT with no problem listed: on_violation ran out of memory. */
@@ -158,8 +160,10 @@ cli_layout_file_load(const char *path, int nranks, dbuf_dtype_t dtype, int dtype
     dbuf_plan_buffer(p, k, &b);
     snprintf(label, sizeof label, single ? "" : "buffer %s/%s: ", b.unit,
              dbuf_dtype_name(b.dtype));
-    rc = validate(path, b.layout, label, probs);
+    rc = validate(path, b.layout, NULL, label, probs);
   }
+  if (rc == 0)
+    rc = validate(path, NULL, p, "", probs);
   if (rc != 0 || (rc = problems_verdict(path, probs)) != 0)
     goto out;
   *out = p;

@@ -468,3 +468,62 @@ dbuf_plan_totals(const dbuf_plan_t *p, dbuf_plan_totals_t *out)
   *out = x;
   return 0;
 }
+
+int
+dbuf_plan_validate(const dbuf_plan_t *p, dbuf_violation_fn fn, void *arg, int64_t *nviol,
+                   dbuf_diag_t *diag)
+{
+  if (p == NULL)
+    return dbuf__diag(diag, DBUF_EINVAL, "plan: NULL argument");
+  int64_t total = 0, found = 0;
+  for (int64_t k = 0; k < p->n; k++)
+    if (dbuf__add(total, dbuf_layout_ntensors(p->b[k].layout), &total))
+      return dbuf__diag(diag, DBUF_EOVERFLOW, "plan: the tensor count overflows 64 bits");
+  /* Names in one map; home[id]: the buffer and tensor where the name was
+   * seen first. */
+  dbuf__strmap_t names = DBUF__STRMAP_INIT;
+  int64_t *home = dbuf__mallocn(total + 1, 2 * sizeof *home);
+  int rc = home == NULL ? DBUF_ENOMEM : dbuf__strmap_reserve(&names, total);
+  dbuf_violation_t v;
+  int stop = 0;
+  for (int64_t k = 0; rc == 0 && !stop && k < p->n; k++) {
+    const dbuf_tensors_t *t = dbuf_layout_tensors(p->b[k].layout);
+    int64_t nt = dbuf_tensors_count(t);
+    for (int64_t i = 0; rc == 0 && !stop && i < nt; i++) {
+      int64_t id;
+      int e = dbuf__strmap_add(&names, dbuf_tensors_name(t, i), &id);
+      if (e == 0) {
+        home[2 * id] = k;
+        home[2 * id + 1] = i;
+        continue;
+      }
+      if (e != DBUF_EDUP) {
+        rc = e;
+        break;
+      }
+      const plan_buf_t *a = &p->b[home[2 * id]], *b = &p->b[k];
+      memset(&v, 0, sizeof v);
+      v.kind = DBUF_VIOL_DUPLICATE;
+      v.tensor = i;
+      v.other = home[2 * id + 1];
+      v.rank = -1;
+      v.a = home[2 * id];
+      v.b = k;
+      snprintf(v.msg, sizeof v.msg,
+               "tensor %s is in buffer %s/%s and in buffer %s/%s (a tensor belongs to one "
+               "buffer)",
+               dbuf_tensors_name(t, i), a->unit, dbuf_dtype_name(a->dtype), b->unit,
+               dbuf_dtype_name(b->dtype));
+      if (found++ == 0 && diag != NULL)
+        dbuf__diag(diag, DBUF_ELAYOUT, "%s", v.msg);
+      stop = fn != NULL && fn(&v, arg) != 0;
+    }
+  }
+  dbuf__strmap_free(&names);
+  free(home);
+  if (rc != 0)
+    return dbuf__diag(diag, rc, "plan: %s", dbuf_strerror(rc));
+  if (nviol != NULL)
+    *nviol = found;
+  return found > 0 ? DBUF_ELAYOUT : 0;
+}

@@ -164,6 +164,19 @@ $T/cuts.json: cut: ... 5 more (use --all)" "25 cuts: summary, 20 of them, 5 more
 verify_out "$T/cuts.json" 1 "$T/cuts.json: FAILED: 25 problems (cut 25)
 $(cat "$T/cuts.want")" "25 cuts with --all: every one" --all
 
+# A tensor name in two buffers of a version-2 file (each buffer valid on
+# its own): one duplicate problem naming the tensor and both buffers.
+cat >"$T/twice.json" <<'EOF'
+{"format": "dbuf-shard-layout", "version": 2, "buffers": [
+ {"unit": "u0", "dtype": "bf16", "layout": "unpadded", "dp_size": 2, "size": 24, "rank_offsets": [0, 8],
+  "tensors": [{"name": "a", "shape": [4, 4], "offset": 0}, {"name": "b", "shape": [2, 4], "offset": 16}]},
+ {"unit": "u1", "dtype": "fp32", "layout": "unpadded", "dp_size": 2, "size": 24, "rank_offsets": [0, 8],
+  "tensors": [{"name": "c", "shape": [2, 4], "offset": 0}, {"name": "a", "shape": [4, 4], "offset": 8}]}]}
+EOF
+verify_out "$T/twice.json" 1 "$T/twice.json: FAILED: 1 problem (duplicate 1)
+$T/twice.json: duplicate: tensor a is in buffer u0/bf16 and in buffer u1/fp32 (a tensor belongs to one buffer)" \
+  "a tensor in two buffers"
+
 # ---- comparisons with a tensor list ----
 printf 'P0 2x6\nP1 4x4\nP2 4x4\nP3 1x2\nP4 1x8\n' >"$T/shape"
 verify_out "$T/good-padded.json" 1 "$T/good-padded.json: FAILED: 1 problem (shape 1)

@@ -1,8 +1,9 @@
 /*
  * Fuzz the plan JSON reader (dbuf_plan_from_json: layout JSON version 1 or
  * 2), then run on every buffer what `verify` and the run do (see
- * fuzz_layout()), the plan's totals and per-rank bytes, and a write back:
- * a plan that reads must write and read again to the same buffers.
+ * fuzz_layout()) and across them (a tensor in one buffer only), the plan's
+ * totals and per-rank bytes, and a write back: a plan that reads must write
+ * and read again to the same buffers.
  */
 #include "fuzz_common.h"
 
@@ -33,6 +34,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(dbuf_plan_buffer(p, k, &b) == 0 && b.elem_size > 0 && b.unit[0] != '\0');
     valid &= fuzz_layout(b.layout) == 1;
   }
+  int64_t nv = -1;
+  rc = dbuf_plan_validate(p, NULL, NULL, &nv, NULL);
+  FUZZ_CHECK((rc == 0 && nv == 0) || (rc == DBUF_ELAYOUT && nv > 0) || rc == DBUF_ENOMEM);
   if (valid) {
     int64_t bytes;
     rc = dbuf_plan_totals(p, &tt);

@@ -224,6 +224,28 @@ for io in posix mpiio mpiio-coll; do
       '["PASS", "PASS", 1, 3, 22, 204]' "--layout-file of one shard's tensors, np $np --io $io: 1 file read"
   done
 done
+# A version-2 layout file that lists a tensor in two buffers (a trainer's
+# buffers a = {attn} and b = {attn, mlp}, each a valid layout): a problem
+# naming it and both buffers, verdict FAIL and nothing read (before, the
+# tensor's rows were read twice and the proof said PASS).
+grep -F model.layers.1.attn.weight "$T/own.shapes" >"$T/a.shapes"
+grep -F model.layers.1. "$T/own.shapes" >"$T/b.shapes"
+"$DBUF" plan --shapes "$T/a.shapes" --dp 2 --layout unpadded --format json -o "$T/a.json"
+"$DBUF" plan --shapes "$T/b.shapes" --dp 2 --layout unpadded --format json -o "$T/b.json"
+jq -s '{format: .[0].format, version: 2, buffers: [
+         (.[0] | del(.format, .version) + {unit: "a", dtype: "bf16"}),
+         (.[1] | del(.format, .version) + {unit: "b", dtype: "bf16"})]}' \
+  "$T/a.json" "$T/b.json" >"$T/dup.json"
+rm -f "$T/dup-report.json"
+mpi 2 --layout-file "$T/dup.json" --safetensors "$IDX" --load --report "$T/dup-report.json"
+want="duplicate: tensor model.layers.1.attn.weight is in buffer a/bf16 and in buffer b/bf16 (a tensor belongs to one buffer)"
+if [ "$CODE" -eq 1 ] && grep -qxF "$T/dup.json: $want" "$T/stdout" && ! grep -q PASS "$T/stdout"; then
+  pass "tensor in two buffers: FAIL naming it and both buffers"
+else
+  fail "tensor in two buffers: exit $CODE, stdout $(cat "$T/stdout")"
+fi
+jq_is "$T/dup-report.json" '[.verdict, .problem_count, .problems[0], .load]' \
+  "[\"FAIL\", 1, \"$want\", null]" "tensor in two buffers: the report's problem, nothing loaded"
 # A file readable on one rank only: the same relative name, another working
 # folder per rank (a node-local copy missing on the second node, or short).
 mkdir -p "$T/w0" "$T/w1" "$T/w2"
