@@ -10,6 +10,7 @@
 #include "dbuf/layout.h"
 #include "dbuf/pattern.h"
 #include "dbuf/wire.h"
+#include "comm_internal.h" /* dbuf__load_checkers() */
 #include "core_internal.h" /* dbuf__warm_count() */
 
 #include <check.h>
@@ -931,6 +932,127 @@ START_TEST(test_null_context)
 }
 END_TEST
 
+/* The load proof's checkers for node[n] (node ids as given, nnodes of them):
+ * "" when every rank has exactly one checker, on another node when there
+ * are two nodes or more (else the next rank), the lists agree with the
+ * checkers, and the most ranks a checker reads is the bound; else what is
+ * wrong, in why. */
+static void
+checkers_hold(int n, const int *node, int nnodes, char *why, size_t len)
+{
+  int checker[8], first[9], checked[8], seen[8] = {0}, count[8] = {0}, got = -1, m = 0, most = 0;
+  int rc = dbuf__load_checkers(n, node, checker, first, checked, &got);
+  why[0] = '\0';
+  if (rc != 0) {
+    snprintf(why, len, "returned %d", rc);
+    return;
+  }
+  if (got != nnodes || first[0] != 0 || first[n] != n) {
+    snprintf(why, len, "%d nodes (want %d), first[0] %d, first[n] %d", got, nnodes, first[0],
+             first[n]);
+    return;
+  }
+  for (int r = 0; r < n; r++)
+    m = ++count[node[r]] > m ? count[node[r]] : m;
+  /* One node or none with more than half: one each; else the least the
+   * largest node's ranks allow, spread over the others. */
+  int bound = nnodes == 1 || 2 * m <= n ? 1 : (m + (n - m) - 1) / (n - m);
+  for (int c = 0; c < n && !why[0]; c++) {
+    most = first[c + 1] - first[c] > most ? first[c + 1] - first[c] : most;
+    for (int k = first[c]; k < first[c + 1] && !why[0]; k++) {
+      int r = checked[k];
+      if (r < 0 || r >= n || seen[r]++ || checker[r] != c || (k > first[c] && checked[k - 1] >= r))
+        snprintf(why, len, "rank %d checks rank %d, whose checker is %d", c, r,
+                 r >= 0 && r < n ? checker[r] : -1);
+    }
+  }
+  for (int r = 0; r < n && !why[0]; r++)
+    if (nnodes > 1 ? node[checker[r]] == node[r] : checker[r] != (r + 1) % n)
+      snprintf(why, len, "rank %d (node %d) checked by rank %d (node %d)", r, node[r], checker[r],
+               node[checker[r]]);
+  if (!why[0] && most != bound)
+    snprintf(why, len, "a checker reads %d ranks' rows, want %d", most, bound);
+}
+
+/* dbuf__load_checkers (pure, so the same on every rank) for every way to
+ * put nranks = _i ranks on up to 4 nodes, interleaved or not: node ids by
+ * first appearance (a restricted growth string), and again as each node's
+ * lowest rank (as the proof names them). */
+START_TEST(test_load_checkers)
+{
+  int n = _i, node[8] = {0}, lead[8], max[8], nodes, tried = 0;
+  char why[200] = "", what[300] = "";
+  for (;;) {
+    nodes = 0;
+    for (int r = 0, q; r < n; r++) {
+      nodes = node[r] + 1 > nodes ? node[r] + 1 : nodes;
+      for (q = 0; node[q] != node[r]; q++)
+        ;
+      lead[r] = q; /* the lowest rank of its node */
+    }
+    for (int pass = 0; pass < 2 && !what[0]; pass++) {
+      checkers_hold(n, pass ? lead : node, nodes, why, sizeof why);
+      if (why[0]) {
+        int at = snprintf(what, sizeof what, "nodes");
+        for (int r = 0; r < n && at < (int)sizeof what; r++)
+          at += snprintf(what + at, sizeof what - (size_t)at, " %d", node[r]);
+        snprintf(what + at, at < (int)sizeof what ? sizeof what - (size_t)at : 0, ": %s", why);
+      }
+    }
+    tried++;
+    /* Next string: node[r] <= 1 + max of node[0 .. r - 1], at most 3. */
+    int r = n - 1;
+    max[0] = 0;
+    for (int q = 1; q < n; q++)
+      max[q] = node[q - 1] > max[q - 1] ? node[q - 1] : max[q - 1];
+    while (r > 0 && (node[r] > max[r] || node[r] == 3))
+      node[r--] = 0;
+    if (r == 0 || what[0])
+      break;
+    node[r]++;
+  }
+  ALL_STR_EQ(what, "");
+  /* Set partitions of n ranks into at most 4 blocks. */
+  static const int partitions[9] = {0, 1, 2, 5, 15, 51, 187, 715, 2795};
+  ALL_INT_EQ(tried, partitions[n]);
+}
+END_TEST
+
+/* The rule on three spreads, entry by entry: 1 + 3 (rank 0 checks every
+ * rank of the other node), 2 + 2 (the shift by two), and 1 + 3 + 1 (the
+ * largest node's ranks alternate between ranks 4 and 0); and the invalid
+ * arguments. */
+START_TEST(test_load_checkers_cases)
+{
+  static const struct {
+    int n, node[5], checker[5], first[6], checked[5];
+  } c[] = {{4, {0, 1, 1, 1}, {1, 0, 0, 0}, {0, 3, 4, 4, 4}, {1, 2, 3, 0}},
+           {4, {0, 0, 2, 2}, {2, 3, 0, 1}, {0, 1, 2, 3, 4}, {2, 3, 0, 1}},
+           {5, {0, 1, 1, 1, 4}, {2, 4, 0, 4, 1}, {0, 1, 2, 3, 3, 5}, {2, 4, 0, 1, 3}}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    int checker[5], first[6], checked[5], nn = 0;
+    ALL_INT_EQ(dbuf__load_checkers(c[i].n, c[i].node, checker, first, checked, &nn), 0);
+    ALL_INT_EQ(memcmp(checker, c[i].checker, (size_t)c[i].n * sizeof *checker), 0);
+    ALL_INT_EQ(memcmp(first, c[i].first, (size_t)(c[i].n + 1) * sizeof *first), 0);
+    ALL_INT_EQ(memcmp(checked, c[i].checked, (size_t)c[i].n * sizeof *checked), 0);
+  }
+  int node[2] = {0, 2}, checker[2], first[3], checked[2];
+  ALL_INT_EQ(dbuf__load_checkers(0, node, checker, first, checked, NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf__load_checkers(2, node, checker, first, checked, NULL), DBUF_EINVAL);
+  node[1] = -1;
+  ALL_INT_EQ(dbuf__load_checkers(2, node, checker, first, checked, NULL), DBUF_EINVAL);
+  node[1] = 1;
+  ALL_INT_EQ(dbuf__load_checkers(2, NULL, checker, first, checked, NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf__load_checkers(2, node, NULL, first, checked, NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf__load_checkers(2, node, checker, NULL, checked, NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf__load_checkers(2, node, checker, first, NULL, NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf__load_checkers(2, node, checker, first, checked, NULL), 0);
+  ALL_INT_EQ(checker[0] * 10 + checker[1], 10); /* two nodes: each checks the other */
+  ALL_INT_EQ(dbuf__load_checkers(1, node, checker, first, checked, NULL), 0);
+  ALL_INT_EQ(checker[0], 0); /* one rank checks itself */
+}
+END_TEST
+
 /* A root status that is not an error code (positive) still fails every rank
  * with a negative one, not with success. */
 START_TEST(test_bcast_positive_status)
@@ -980,6 +1102,8 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_mismatched_calls);
   tcase_add_test(tc, test_null_context);
   tcase_add_test(tc, test_bcast_positive_status);
+  tcase_add_loop_test(tc, test_load_checkers, 1, 9);
+  tcase_add_test(tc, test_load_checkers_cases);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

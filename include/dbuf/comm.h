@@ -483,25 +483,31 @@ typedef struct dbuf_load_verdict {
  *
  * Collective on the context's communicator.  Every rank computes the
  * per-tensor row checksum sums (dbuf/load.h) of its own rows from mem, and,
- * from the files, those of the rows of one other rank: where the ranks span
- * two nodes or more and no node holds more than half of them, a rank on
- * another node (the ranks in node order, each reading the rows of the one
- * the largest node's count before it), so that node-local copies are checked
- * against each other; else rank (r - 1) mod size, so the rows of rank r are
- * checked by rank (r + 1) mod size (by itself at one rank).  Both sums are
- * reduced over the ranks (MPI_Allreduce) and compared per tensor, with the
- * rows held against each tensor's row count. For the first
- * DBUF_LOAD_MAX_LISTED tensors that differ, a second pass exchanges the
- * per-row hashes between each rank and its checker and names the first row
- * that differs, its rank, its checker and the number of such rows.  Every
- * rank also checks that its padding is zero.
+ * from the files, those of the rows of the ranks it checks.  Each rank has
+ * exactly one checker.  On one node the rows of rank r are checked by rank
+ * (r + 1) mod size (by itself at one rank).  Where the ranks span two nodes
+ * or more, by a rank of another node, so that node-local copies of the
+ * checkpoint are checked against each other: the ranks in node order, m the
+ * largest node's rank count; if no node holds more than half of the ranks,
+ * each is checked by the one m places after it (one each); else the largest
+ * node's ranks are spread round-robin over the size - m others, which a
+ * largest node's rank checks one each, so a checker re-reads the rows of at
+ * most ceil(m / (size - m)) ranks.  The files are read once over the job
+ * (every rank's rows, by its checker) however the checks are spread.  Both
+ * sums are reduced over the ranks (MPI_Allreduce) and compared per tensor,
+ * with the rows held against each tensor's row count.  For the first
+ * DBUF_LOAD_MAX_LISTED tensors that differ, a second pass re-reads their
+ * rows, sends the per-row hashes to each checked rank (point to point, in
+ * messages of at most the context's chunk) and names the first row that
+ * differs, its rank, its checker and the number of such rows.  Every rank
+ * also checks that its padding is zero.
  * \param[in] l, dtype, st  global, as for dbuf_comm_load()
  * \param[in] start, end    local: this rank's range
  * \param[in] mem           local: the loaded range, mem_bytes bytes
  * \param[out] v            the agreed verdict
  * \return 0 (PASS), DBUF_EVERIFY (FAIL: see v), or (agreed) DBUF_EINVAL,
- *   DBUF_EMISMATCH, the file errors of dbuf_load_sums_file(), DBUF_EMPI,
- *   DBUF_ENOMEM, with v->msg "rank R: ..."
+ *   DBUF_EMISMATCH, the file errors of dbuf_load_sums_file(), DBUF_EOVERFLOW,
+ *   DBUF_EMPI, DBUF_ENOMEM, with v->msg "rank R: ..."
  */
 DBUF_EXPORT int dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l,
                                       int64_t start, int64_t end, dbuf_dtype_t dtype,

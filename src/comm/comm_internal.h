@@ -81,4 +81,26 @@ void dbuf__problem_offer(dbuf__problem_t *held, const dbuf__problem_t *p);
 int dbuf__comm_agree_verdict(dbuf_comm_t *ctx, const dbuf__problem_t *mine,
                              int64_t nproblems, dbuf_verdict_t *v);
 
+/*
+ * Who re-reads whose rows in the load proof (dbuf_comm_verify_load()), from
+ * the node of each rank: node[r] in [0, nranks) names rank r's node (any id;
+ * the nodes are taken in the order of their lowest rank).  The rows of rank
+ * r are re-read by checker[r], and rank r re-reads those of the ranks
+ * checked[first[r] .. first[r + 1]), ascending (first has nranks + 1
+ * entries; every rank is in exactly one list).
+ * - One node: checker[r] = (r + 1) mod nranks (at one rank, itself).
+ * - Two nodes or more: checker[r] is on another node than r.  The ranks in
+ *   node order (by node, then by rank); m the largest node's rank count
+ *   (the first such node).  If 2 m <= nranks, each rank is checked by the
+ *   one m places after it (cyclically), one each.  Else the largest node's
+ *   ranks go round-robin to the nranks - m others (taken in node order from
+ *   the node after it, cyclically), and the others one each to the largest
+ *   node's first ranks: a checker re-reads the rows of at most
+ *   ceil(m / (nranks - m)) ranks, the least possible.
+ * Not collective, O(nranks).  *nnodes may be NULL.  Returns 0, DBUF_EINVAL
+ * (nranks < 1, a NULL array, a node id out of range) or DBUF_ENOMEM.
+ */
+int dbuf__load_checkers(int nranks, const int *node, int *checker, int *first, int *checked,
+                        int *nnodes);
+
 #endif /* DBUF_COMM_INTERNAL_H */

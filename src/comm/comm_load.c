@@ -3,6 +3,7 @@
  * MPI-IO), and the collective proof that the loaded rows equal the files.
  */
 #include "comm_internal.h"
+#include "core_internal.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -596,119 +597,226 @@ out:
 /* ------------------------------------------------------------------------ */
 /* The proof                                                                  */
 
+int
+dbuf__load_checkers(int nranks, const int *node, int *checker, int *first, int *checked,
+                    int *nnodes)
+{
+  if (nranks < 1 || node == NULL || checker == NULL || first == NULL || checked == NULL)
+    return DBUF_EINVAL;
+  for (int r = 0; r < nranks; r++)
+    if (node[r] < 0 || node[r] >= nranks)
+      return DBUF_EINVAL;
+  /* count[id]: ranks of node id; at[id]: where its ranks start in node
+   * order (-1: not seen yet), then where the next goes; order: the ranks
+   * in node order. */
+  int *count = calloc((size_t)nranks, 3 * sizeof *count);
+  if (count == NULL)
+    return DBUF_ENOMEM;
+  int *at = count + nranks, *order = at + nranks;
+  int nn = 0, m = 0, lo = 0, pos = 0;
+  for (int r = 0; r < nranks; r++) {
+    count[node[r]]++;
+    at[r] = -1;
+  }
+  for (int r = 0; r < nranks; r++) {
+    int id = node[r];
+    if (at[id] >= 0)
+      continue;
+    if (count[id] > m) { /* the largest node, the first in node order */
+      m = count[id];
+      lo = pos;
+    }
+    at[id] = pos;
+    pos += count[id];
+    nn++;
+  }
+  for (int r = 0; r < nranks; r++)
+    order[at[node[r]]++] = r;
+  if (nn == 1) {
+    for (int r = 0; r < nranks; r++)
+      checker[r] = (r + 1) % nranks;
+  } else if (2 * (int64_t)m <= nranks) {
+    /* Node blocks of at most m ranks, and at least m ranks outside each. */
+    for (int p = 0; p < nranks; p++)
+      checker[order[p]] = order[(int)(((int64_t)p + m) % nranks)];
+  } else {
+    /* The others: positions lo + m .. lo + nranks - 1 (cyclically), fewer
+     * than m. */
+    int others = nranks - m;
+    for (int i = 0; i < m; i++)
+      checker[order[lo + i]] = order[(int)(((int64_t)lo + m + i % others) % nranks)];
+    for (int j = 0; j < others; j++)
+      checker[order[(int)(((int64_t)lo + m + j) % nranks)]] = order[lo + j];
+  }
+  /* The lists: first[] from the checkers' counts, filled in rank order. */
+  memset(first, 0, ((size_t)nranks + 1) * sizeof *first);
+  for (int r = 0; r < nranks; r++)
+    first[checker[r] + 1]++;
+  for (int c = 0; c < nranks; c++) {
+    first[c + 1] += first[c];
+    count[c] = first[c];
+  }
+  for (int r = 0; r < nranks; r++)
+    checked[count[checker[r]]++] = r;
+  free(count);
+  if (nnodes != NULL)
+    *nnodes = nn;
+  return 0;
+}
+
 /*
- * Who re-reads whose rows in the proof: this rank reads the rows of *pred
- * from the files, and *succ reads this rank's.  Where the ranks sit on two
- * nodes or more and no node holds more than half of them, both are on
- * another node than this rank: the ranks in node order (by the node's lowest
- * rank, then by rank), each checking the one the largest node's count
- * before it; so a node-local copy of the checkpoint is checked against
- * another node's, and a copy that differs on one node cannot pass unseen
- * because its neighbours read the same copy.  Otherwise (one node, or one
- * node with most ranks) rank - 1 and rank + 1.  Collective: an
- * MPI_Comm_split_type and an MPI_Allgather of one int a rank.
+ * The checkers of the proof (dbuf__load_checkers()) from the nodes of the
+ * ranks: each node's lowest rank names it (MPI_Comm_split_type, then an
+ * MPI_Allgather of one int a rank).  checker[np], first[np + 1],
+ * checked[np].  Collective; the outcome agreed.
  */
 static int
-proof_pairs(dbuf_comm_t *ctx, int *pred, int *succ, dbuf_diag_t *diag)
+proof_checkers(dbuf_comm_t *ctx, int *checker, int *first, int *checked, int *nnodes,
+               dbuf_diag_t *diag)
 {
   int np = ctx->size, me = ctx->rank, leader = me, rc = 0;
-  *pred = (me + np - 1) % np;
-  *succ = (me + 1) % np;
-  if (np < 2)
-    return 0;
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node) !=
+  int *node = calloc((size_t)np, sizeof *node);
+  MPI_Comm shm = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &shm) !=
           MPI_SUCCESS ||
-      MPI_Bcast(&leader, 1, MPI_INT, 0, node) != MPI_SUCCESS)
-    rc = DBUF_EMPI; /* leader: the world rank of the node's first rank */
-  if (node != MPI_COMM_NULL)
-    MPI_Comm_free(&node);
-  /* lead[np], count[np], order[np] */
-  int *lead = rc == 0 ? calloc((size_t)np * 3, sizeof *lead) : NULL;
-  if (rc == 0 && lead == NULL)
+      MPI_Bcast(&leader, 1, MPI_INT, 0, shm) != MPI_SUCCESS)
+    rc = DBUF_EMPI; /* leader: the rank of the node's first rank */
+  if (shm != MPI_COMM_NULL)
+    MPI_Comm_free(&shm);
+  if (rc == 0 && node == NULL)
     rc = DBUF_ENOMEM;
-  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
-    goto out;
-  if (MPI_Allgather(&leader, 1, MPI_INT, lead, 1, MPI_INT, ctx->comm) != MPI_SUCCESS) {
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0) {
+    free(node);
+    return rc;
+  }
+  if (MPI_Allgather(&leader, 1, MPI_INT, node, 1, MPI_INT, ctx->comm) != MPI_SUCCESS)
     rc = DBUF_EMPI;
-    goto out;
+  else
+    rc = dbuf__load_checkers(np, node, checker, first, checked, nnodes);
+  free(node);
+  return dbuf_comm_agree_diag(ctx, rc, diag);
+}
+
+/* The per-tensor sums, from the files, of the rows of the n ranks list[]
+ * (their ranges in ranges[]): into sums and rows (nt entries each, sums mod
+ * 2^64), with the bytes read. */
+static int
+sums_checked(const dbuf_layout_t *l, const int64_t *ranges, const int *list, int n,
+             dbuf_dtype_t dtype, const dbuf_st_t *st, uint64_t *sums, int64_t *rows,
+             int64_t *bytes_read, dbuf_diag_t *diag)
+{
+  int64_t nt = dbuf_layout_ntensors(l);
+  uint64_t *one_sums = calloc((size_t)nt + 1, sizeof *one_sums);
+  int64_t *one_rows = calloc((size_t)nt + 1, sizeof *one_rows);
+  int rc = one_sums && one_rows ? 0 : DBUF_ENOMEM;
+  memset(sums, 0, (size_t)nt * sizeof *sums);
+  memset(rows, 0, (size_t)nt * sizeof *rows);
+  *bytes_read = 0;
+  for (int k = 0; k < n && rc == 0; k++) {
+    int64_t b = 0;
+    rc = dbuf_load_sums_file(l, ranges[2 * list[k]], ranges[2 * list[k] + 1], dtype, st, one_sums,
+                             one_rows, &b, diag);
+    for (int64_t t = 0; t < nt && rc == 0; t++) {
+      sums[t] += one_sums[t];
+      if (dbuf__add(rows[t], one_rows[t], &rows[t]) != 0)
+        rc = dbuf__diag(diag, DBUF_EOVERFLOW, "load check: row count overflows");
+    }
+    if (rc == 0 && dbuf__add(*bytes_read, b, bytes_read) != 0)
+      rc = dbuf__diag(diag, DBUF_EOVERFLOW, "load check: byte count overflows");
   }
-  int *count = lead + np, *order = lead + 2 * np, most = 0, pos = 0;
-  for (int r = 0; r < np && most <= np; r++) {
-    if (lead[r] < 0 || lead[r] >= np)
-      most = np + 1; /* not a rank: keep rank - 1 and rank + 1 */
-    else if (++count[lead[r]] > most)
-      most = count[lead[r]];
-  }
-  if (2 * (int64_t)most > np)
-    goto out;                            /* rank - 1 and rank + 1 */
-  for (int n = 0, at = 0; n < np; n++) { /* count[n]: where node n's ranks start */
-    int c = count[n];
-    count[n] = at;
-    at += c;
-  }
-  for (int r = 0; r < np; r++) {
-    if (r == me)
-      pos = count[lead[r]];
-    order[count[lead[r]]++] = r;
-  }
-  *pred = order[(pos + np - most) % np];
-  *succ = order[(pos + most) % np];
-out:
-  free(lead);
+  free(one_sums);
+  free(one_rows);
   return rc;
 }
 
-/* Second pass for tensor t: the rows of it this rank holds, hashed from mem,
- * against the hashes its checker (succ, see proof_pairs) computed from the
- * files; this rank's hashes of pred's rows go to pred.  Sets *nbad and
- * *first_bad (or -1). */
+/* Rows of tensor t in rank r's range. */
+static int64_t
+rows_of(const dbuf_layout_t *l, const int64_t *ranges, int r, int64_t t)
+{
+  dbuf_rows_t rows;
+  if (dbuf_layout_rows_in(l, t, ranges[2 * r], ranges[2 * r + 1], &rows) != 0)
+    return 0; /* the ranges are agreed valid */
+  return rows.nelems > 0 ? rows.nrows : 0;
+}
+
+/* Tag of the row hashes of the proof's second pass. */
+#define HASH_TAG 91
+
+/* Post nonblocking sends (send) or receives of the n hashes at h to or from
+ * peer, in messages of at most per hashes, into req[*nreq ..]. */
+static int
+post_hashes(dbuf_comm_t *ctx, int send, uint64_t *h, int64_t n, int64_t per, int peer,
+            MPI_Request *req, int64_t *nreq)
+{
+  for (int64_t done = 0; done < n; done += per) {
+    int cnt = 0, rc = dbuf_comm_count(n - done < per ? n - done : per, &cnt);
+    if (rc != 0)
+      return rc;
+    int mrc = send ? MPI_Isend(h + done, cnt, MPI_UINT64_T, peer, HASH_TAG, ctx->comm, &req[*nreq])
+                   : MPI_Irecv(h + done, cnt, MPI_UINT64_T, peer, HASH_TAG, ctx->comm, &req[*nreq]);
+    if (mrc != MPI_SUCCESS)
+      return DBUF_EMPI;
+    (*nreq)++;
+  }
+  return 0;
+}
+
+/*
+ * Second pass for tensor t: the hashes of the rows of t this rank holds,
+ * from mem, against those its checker computed from the files; the hashes
+ * this rank computes of the rows of each rank it checks go to that rank.
+ * Every count comes from the layout and the agreed ranges, so every receive
+ * has its send: all are posted at once, in messages of at most the
+ * context's chunk, and waited for.  Sets *nbad and *first_bad (or -1).
+ * Collective; the outcome agreed.
+ */
 static int
 rows_differ(dbuf_comm_t *ctx, const dbuf_layout_t *l, const int64_t *ranges, dbuf_dtype_t dtype,
-            const dbuf_st_t *st, const void *mem, int64_t mem_bytes, int64_t t, int pred, int succ,
-            int64_t *nbad, int64_t *first_bad, dbuf_diag_t *diag)
+            const dbuf_st_t *st, const void *mem, int64_t mem_bytes, int64_t t, const int *checker,
+            const int *first, const int *checked, int64_t *nbad, int64_t *first_bad,
+            dbuf_diag_t *diag)
 {
-  int me = ctx->rank;
-  int64_t fm = 0, nm = 0, fp = 0, np = 0;
-  int rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes,
-                                NULL, t, NULL, 0, &fm, &nm, diag);
-  if (rc == 0)
-    rc = dbuf_load_row_hashes(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, NULL, 0, st, t,
-                              NULL, 0, &fp, &np, diag);
-  uint64_t *mine = rc == 0 ? calloc((size_t)(nm + 1), 8) : NULL;
-  uint64_t *theirs = rc == 0 ? calloc((size_t)(nm + 1), 8) : NULL;
-  uint64_t *pred_h = rc == 0 ? calloc((size_t)(np + 1), 8) : NULL;
-  if (rc == 0 && (!mine || !theirs || !pred_h))
-    rc = DBUF_ENOMEM;
-  if (rc == 0)
-    rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes, NULL,
-                              t, mine, nm, &fm, &nm, diag);
-  if (rc == 0)
-    rc = dbuf_load_row_hashes(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, NULL, 0, st, t,
-                              pred_h, np, &fp, &np, diag);
-  int g = dbuf_comm_agree_diag(ctx, rc, diag);
-  if (g != 0) {
-    rc = g;
-    goto out;
-  }
-  /* Send np hashes to pred, receive nm from succ, in pieces. */
+  int me = ctx->rank, nc = first[me + 1] - first[me];
+  const int *list = checked + first[me];
   int64_t per = ctx->chunk / 8 > 0 ? ctx->chunk / 8 : 1;
-  int64_t rounds = (np > nm ? np : nm) / per + 1, all_rounds = rounds;
-  if (MPI_Allreduce(&rounds, &all_rounds, 1, MPI_INT64_T, MPI_MAX, ctx->comm) != MPI_SUCCESS) {
-    rc = DBUF_EMPI;
+  int64_t nm = rows_of(l, ranges, me, t), fm = 0, got = 0, fc = 0, total = 0;
+  int64_t nreq = (nm + per - 1) / per, posted = 0;
+  int64_t *at = calloc((size_t)nc + 1, sizeof *at); /* list[k]'s hashes: out + at[k] */
+  int rc = at != NULL ? 0 : DBUF_ENOMEM;
+  for (int k = 0; k < nc && rc == 0; k++) {
+    int64_t n = rows_of(l, ranges, list[k], t);
+    if (dbuf__add(at[k], n, &at[k + 1]) != 0 || dbuf__add(nreq, (n + per - 1) / per, &nreq) != 0)
+      rc = DBUF_EOVERFLOW;
+  }
+  int nreq_int = 0; /* every request of this rank in one MPI_Waitall */
+  if (rc == 0)
+    rc = dbuf_comm_count(nreq, &nreq_int);
+  total = rc == 0 ? at[nc] : 0;
+  uint64_t *mine = rc == 0 ? dbuf__mallocn(nm + 1, sizeof *mine) : NULL;
+  uint64_t *theirs = rc == 0 ? dbuf__mallocn(nm + 1, sizeof *theirs) : NULL;
+  uint64_t *out = rc == 0 ? dbuf__mallocn(total + 1, sizeof *out) : NULL;
+  MPI_Request *req = rc == 0 ? dbuf__mallocn(nreq + 1, sizeof *req) : NULL;
+  if (rc == 0 && (!mine || !theirs || !out || !req))
+    rc = DBUF_ENOMEM;
+  if (rc != 0)
+    dbuf__diag(diag, rc, "load check: %s", dbuf_strerror(rc));
+  if (rc == 0)
+    rc = dbuf_load_row_hashes(l, ranges[2 * me], ranges[2 * me + 1], dtype, mem, mem_bytes, NULL, t,
+                              mine, nm, &fm, &got, diag);
+  for (int k = 0; k < nc && rc == 0; k++)
+    rc = dbuf_load_row_hashes(l, ranges[2 * list[k]], ranges[2 * list[k] + 1], dtype, NULL, 0, st,
+                              t, out + at[k], at[k + 1] - at[k], &fc, &got, diag);
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
     goto out;
-  }
-  for (int64_t k = 0; k < all_rounds; k++) {
-    int64_t so = k * per, ro = k * per;
-    int sc = (int)(so < np ? (np - so < per ? np - so : per) : 0);
-    int rcn = (int)(ro < nm ? (nm - ro < per ? nm - ro : per) : 0);
-    if (MPI_Sendrecv(pred_h + (so < np ? so : 0), sc, MPI_UINT64_T, pred, 91,
-                     theirs + (ro < nm ? ro : 0), rcn, MPI_UINT64_T, succ, 91, ctx->comm,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-      rc = DBUF_EMPI;
-      goto out;
-    }
-  }
+  rc = post_hashes(ctx, 0, theirs, nm, per, checker[me], req, &posted);
+  for (int k = 0; k < nc && rc == 0; k++)
+    rc = post_hashes(ctx, 1, out + at[k], at[k + 1] - at[k], per, list[k], req, &posted);
+  if (posted > 0 && MPI_Waitall((int)posted, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS && rc == 0)
+    rc = DBUF_EMPI; /* posted <= nreq_int */
+  if (rc != 0)
+    dbuf__diag(diag, rc, "load check: exchanging row hashes: %s", dbuf_strerror(rc));
+  if ((rc = dbuf_comm_agree_diag(ctx, rc, diag)) != 0)
+    goto out;
   *nbad = 0;
   *first_bad = -1;
   for (int64_t i = 0; i < nm; i++)
@@ -718,9 +826,11 @@ rows_differ(dbuf_comm_t *ctx, const dbuf_layout_t *l, const int64_t *ranges, dbu
       (*nbad)++;
     }
 out:
+  free(at);
   free(mine);
   free(theirs);
-  free(pred_h);
+  free(out);
+  free(req);
   return rc;
 }
 
@@ -765,23 +875,27 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
   if (rc != 0)
     return v->code = rc;
   double t0 = wtime();
-  int me = ctx->rank, pred = 0, succ = 0;
+  int me = ctx->rank, np = ctx->size, nnodes = 1;
   int64_t nt = dbuf_layout_ntensors(l), bytes_read = 0, bad_off = -1, nbad_pad = 0;
-  int64_t *ranges = calloc((size_t)ctx->size * 2, sizeof *ranges);
+  int64_t *ranges = calloc((size_t)np * 2, sizeof *ranges);
+  /* checker[np], first[np + 1], checked[np]: dbuf__load_checkers() */
+  int *checker = calloc((size_t)np * 3 + 1, sizeof *checker);
+  int *first = checker + np, *checked = first + np + 1;
   /* [0, nt): loaded sums, [nt, 2 nt): file sums; rows likewise. */
   uint64_t *sums = calloc((size_t)(2 * nt + 1), sizeof *sums);
   int64_t *rows = calloc((size_t)(2 * nt + 1), sizeof *rows);
   dbuf_load_plan_t *plan = NULL;
-  rc = ranges && sums && rows ? 0 : DBUF_ENOMEM;
+  rc = ranges && checker && sums && rows ? 0 : DBUF_ENOMEM;
   int64_t mine[2] = {start, end};
   if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0 ||
-      (rc = proof_pairs(ctx, &pred, &succ, &d)) != 0 ||
+      (rc = proof_checkers(ctx, checker, first, checked, &nnodes, &d)) != 0 ||
       (rc = dbuf__mpi(MPI_Allgather(mine, 2, MPI_INT64_T, ranges, 2, MPI_INT64_T, ctx->comm))) !=
           0) {
     verdict_fail(v, rc, &d);
     goto out;
   }
-  /* Local: padding, loaded sums, the predecessor's rows from the files. */
+  /* Local: padding, loaded sums, the rows of the ranks it checks from the
+   * files. */
   rc = dbuf_load_plan_create(l, start, end, dtype, st, &plan, &d);
   if (rc == 0 && (rc = dbuf_load_check_zeros(plan, mem, mem_bytes, &bad_off, &nbad_pad)) != 0)
     snprintf(d.msg, sizeof d.msg, "load check: %" PRId64 " bytes of memory for a segment of %" PRId64,
@@ -789,8 +903,8 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
   if (rc == 0)
     rc = dbuf_load_sums_mem(l, start, end, dtype, mem, mem_bytes, sums, rows, &d);
   if (rc == 0)
-    rc = dbuf_load_sums_file(l, ranges[2 * pred], ranges[2 * pred + 1], dtype, st, sums + nt,
-                             rows + nt, &bytes_read, &d);
+    rc = sums_checked(l, ranges, checked + first[me], first[me + 1] - first[me], dtype, st,
+                      sums + nt, rows + nt, &bytes_read, &d);
   if ((rc = dbuf_comm_agree_diag(ctx, rc, &d)) != 0) {
     verdict_fail(v, rc, &d);
     goto out;
@@ -823,36 +937,31 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
       list_add(v, t, -1, 0, -1, msg);
       continue;
     }
-    int64_t nbad = 0, first = -1;
-    if ((rc = rows_differ(ctx, l, ranges, dtype, st, mem, mem_bytes, t, pred, succ, &nbad, &first,
-                          &d)) != 0) {
+    int64_t nbad = 0, bad_row = -1;
+    if ((rc = rows_differ(ctx, l, ranges, dtype, st, mem, mem_bytes, t, checker, first, checked,
+                          &nbad, &bad_row, &d)) != 0) {
       verdict_fail(v, rc, &d);
       goto out;
     }
     /* The lowest differing row (rows grow with the rank), and its rank. */
-    int64_t red[2] = {nbad, first >= 0 ? first : INT64_MAX}, key[2];
+    int64_t red[2] = {nbad, bad_row >= 0 ? bad_row : INT64_MAX}, key[2];
     if (MPI_Allreduce(red, key, 1, MPI_INT64_T, MPI_SUM, ctx->comm) != MPI_SUCCESS ||
         MPI_Allreduce(red + 1, key + 1, 1, MPI_INT64_T, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
       v->code = rc = DBUF_EMPI;
       goto out;
     }
-    int holder = first >= 0 && first == key[1] ? me : INT_MAX, who = INT_MAX;
+    int holder = bad_row >= 0 && bad_row == key[1] ? me : INT_MAX, who = INT_MAX;
     if (MPI_Allreduce(&holder, &who, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
       v->code = rc = DBUF_EMPI;
       goto out;
     }
-    /* Its checker: where node-local copies differ, either copy may be the
-     * wrong one, so both ranks are named. */
-    int chk = me == who ? succ : INT_MAX, checker = INT_MAX;
-    if (MPI_Allreduce(&chk, &checker, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) {
-      v->code = rc = DBUF_EMPI;
-      goto out;
-    }
-    if (key[0] > 0)
+    /* Its checker too: where node-local copies differ, either copy may be
+     * the wrong one, so both ranks are named. */
+    if (key[0] > 0 && who < np)
       snprintf(msg, sizeof msg,
                "tensor %s row %" PRId64 " (rank %d) differs from the checkpoint as rank %d read "
                "it (%" PRId64 " of its %" PRId64 " rows differ)",
-               name, key[1], who, checker, key[0], want);
+               name, key[1], who, checker[who], key[0], want);
     else
       snprintf(msg, sizeof msg, "tensor %s: the row checksums differ from the checkpoint's", name);
     list_add(v, t, key[0] > 0 ? key[1] : -1, key[0], key[0] > 0 ? who : -1, msg);
@@ -900,6 +1009,7 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
 out:
   dbuf_load_plan_destroy(plan);
   free(ranges);
+  free(checker);
   free(sums);
   free(rows);
   return rc;

@@ -4,7 +4,9 @@
 # rows straddle rank boundaries; more ranks than rows; a tensor order that is
 # not the file order) at np 1, 2, 4 and 8 under every row layout kind, with
 # --units layer, every --io; a flipped byte named by tensor, row and rank;
-# and every error ending every rank with one line and exit 2.
+# every error ending every rank with one line and exit 2; and node-local
+# copies that differ, for every spread of 3 to 5 ranks over 2 or 3 nodes,
+# named with a checker on another node.
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 command -v jq >/dev/null || { echo "SKIP: jq not found"; exit 77; }
@@ -265,35 +267,103 @@ for case in "w1 cannot open" "w2 truncated file"; do
   fi
 done
 
-# Node-local copies that differ, on two nodes of 2 ranks (tests/mpi/fake-rsh.sh):
-# nodeB's copy differs in one byte of t2, which rank 2 (nodeB's first rank)
-# holds alone (4 tensors of 128 elements, unpadded at dp 4).  Rank 2's rows
-# must be re-read by a rank of nodeA: with rank 3 re-reading them, from the
-# same copy, the run passed.
-mkdir -p "$T/na" "$T/nb"
-python3 - "$T" <<'PY'
+# Node-local copies that differ (tests/mpi/fake-rsh.sh makes the nodes): every
+# rank's rows must be re-read by a rank of another node, whatever the ranks
+# per node; re-read on the same node, from the same copy, a copy that differs
+# there passes.  The checkpoint: 16 tensors of 4 rows of 8 F32, unpadded, so
+# at 5 ranks or fewer a rank holds 12 rows or more and the first rows of two
+# ranks are never in one tensor.  For each spread of 3, 4 and 5 ranks over
+# 2 or 3 nodes, each node's copy differs in one byte of the first row of the
+# node's first rank: each of those rows must be named, one line a tensor,
+# with a checker on another node.
+mkdir -p "$T/nl/1" "$T/nl/2" "$T/nl/3"
+python3 - "$T/nl/m.safetensors" <<'PY'
 import json, struct, sys
-d = sys.argv[1]
 h, blob = {}, b""
-for i in range(4):
-    b = bytes((i * 37 + k) % 64 for k in range(16 * 8 * 4))
-    h["t%d" % i] = {"dtype": "F32", "shape": [16, 8], "data_offsets": [len(blob), len(blob) + len(b)]}
+for i in range(16):
+    b = bytes((i * 37 + k) % 64 for k in range(4 * 8 * 4))
+    h["t%02d" % i] = {"dtype": "F32", "shape": [4, 8], "data_offsets": [len(blob), len(blob) + len(b)]}
     blob += b
 hj = json.dumps(h).encode()
-good = struct.pack("<Q", len(hj)) + hj + blob
-open(d + "/na/m.safetensors", "wb").write(good)
-bad = bytearray(good)
-bad[8 + len(hj) + 2 * 512 + 5 * 32] ^= 0x40      # t2, row 5
-open(d + "/nb/m.safetensors", "wb").write(bytes(bad))
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hj)) + hj + blob)
 PY
-args=(--safetensors m.safetensors --load --layout unpadded -q --report "$T/n.json")
-timed timeout "$MPI_TIMEOUT" "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host nodeA:2,nodeB:2 \
-  -np 2 -wdir "$T/na" "$DBUF" "${args[@]}" : -np 2 -wdir "$T/nb" "$DBUF" "${args[@]}" \
-  >"$T/stdout" 2>"$T/stderr.all"
-line="tensor t2 row 5 (rank 2) differs from the checkpoint as rank 0 read it (1 of its 16 rows differ)"
-expect_code 1 "node-local copies that differ: exit 1"
-jq_is "$T/n.json" '[.verdict, .load.problems, [.ranks[].host]]' \
-  "[\"FAIL\", [\"$line\"], [\"nodeA\", \"nodeA\", \"nodeB\", \"nodeB\"]]" \
-  "node-local copies that differ: rank 2's rows checked on nodeA, both ranks named"
+nl_args=(--safetensors m.safetensors --load --layout unpadded -q --report "$T/nl.json")
+# on_nodes COUNT...: dbuf-shard on the nodes nodeA, nodeB, ... of COUNT ranks
+# each, the ranks of the k-th node in $T/nl/k (its copy); sets CODE and SECS.
+on_nodes() {
+  local hosts="" ctx=() k=0 c names=(A B C)
+  for c in "$@"; do
+    [ $k -gt 0 ] && ctx+=(:)
+    hosts+="${hosts:+,}node${names[$k]}:$c"
+    k=$((k + 1))
+    ctx+=(-np "$c" -wdir "$T/nl/$k" "$DBUF" "${nl_args[@]}")
+  done
+  timed timeout "$MPI_TIMEOUT" "$MPIRUN" --mca plm_rsh_agent "$HERE/fake-rsh.sh" --host "$hosts" \
+    "${ctx[@]}" >"$T/stdout" 2>"$T/stderr.all"
+}
+# copies BAD COUNT...: the copy of each node (as on_nodes), that of node BAD
+# (1-based; 0: of every node) with one byte changed in the first row of the
+# node's first rank (found from the plan's rank offsets).  Prints the hosts
+# of the ranks and, sorted, the problem lines wanted (the checker as "rank
+# Y"), each with true.
+copies() {
+  local bad=$1 np=0 c
+  shift
+  for c in "$@"; do np=$((np + c)); done
+  "$DBUF" plan --safetensors "$T/nl/m.safetensors" --layout unpadded --dp "$np" --format json \
+    -o "$T/nl/plan.json" || fail "plan at dp $np"
+  python3 - "$T/nl" "$bad" "$@" <<'PY'
+import json, struct, sys
+d, bad, counts = sys.argv[1], int(sys.argv[2]), [int(c) for c in sys.argv[3:]]
+good = open(d + "/m.safetensors", "rb").read()
+n = struct.unpack("<Q", good[:8])[0]
+h = json.loads(good[8:8 + n])
+plan = json.load(open(d + "/plan.json"))
+hosts, lines, rank = [], [], 0
+for k, c in enumerate(counts):
+    copy = bytearray(good)
+    if bad in (0, k + 1):
+        at = plan["rank_offsets"][rank]
+        t = [x for x in plan["tensors"] if x["offset"] <= at < x["offset"] + 32][0]
+        row = (at - t["offset"]) // 8
+        copy[8 + n + h[t["name"]]["data_offsets"][0] + row * 32 + 5] ^= 0x40
+        lines.append(["tensor %s row %d (rank %d) differs from the checkpoint as rank Y read it "
+                      "(1 of its 4 rows differ)" % (t["name"], row, rank), True])
+    open("%s/%d/m.safetensors" % (d, k + 1), "wb").write(bytes(copy))
+    hosts += ["node" + "ABC"[k]] * c
+    rank += c
+print(json.dumps([hosts, sorted(lines)]))
+PY
+}
+# The hosts of the ranks and, sorted, each problem line with its checker as
+# "rank Y" and whether that checker is on another node than the holder.
+# shellcheck disable=SC2016 # jq's own variables
+nl_filter='[.ranks[].host] as $h | [$h, ([.load.problems[]
+  | capture("\\(rank (?<x>[0-9]+)\\) differs from the checkpoint as rank (?<y>[0-9]+) read") as $c
+  | [sub("as rank [0-9]+ read"; "as rank Y read"), $h[$c.x | tonumber] != $h[$c.y | tonumber]]]
+  | sort)]'
+# nl_fail WHAT BAD COUNT...: the copies (as copies BAD COUNT...), the run on
+# those nodes: exit 1 within LIMIT, every changed row named.
+nl_fail() {
+  local what=$1 want
+  shift
+  want=$(copies "$@")
+  shift
+  on_nodes "$@"
+  if [ "$CODE" -eq 1 ] && [ "$SECS" -le "$LIMIT" ]; then pass "$what: exit 1"; else
+    fail "$what: exit $CODE after $SECS s: $(grep '^dbuf-shard: ' "$T/stderr.all")"; fi
+  jq_is "$T/nl.json" "$nl_filter" "$want" "$what: named, checked on another node"
+}
+cp "$T/nl/m.safetensors" "$T/nl/1/"
+cp "$T/nl/m.safetensors" "$T/nl/2/"
+on_nodes 1 2
+expect_code 0 "the same copies on nodes of 1 and 2 ranks: exit 0"
+# Only the larger node's copy differs: checked by each other, its ranks
+# would find nothing.
+nl_fail "nodes of 1 and 2 ranks, the larger node's copy differing" 2 1 2
+for split in "1 2" "2 1" "1 3" "2 2" "3 1" "1 1 3" "1 3 1" "3 1 1" "2 2 1" "1 2 2" "2 1 2"; do
+  # shellcheck disable=SC2086
+  nl_fail "nodes of $split ranks, each copy differing in its first rank's row" 0 $split
+done
 
 finish
