@@ -475,6 +475,10 @@ typedef struct dbuf_load_verdict {
   int64_t nlisted;       /**< entries of listed */
   dbuf_load_mismatch_t listed[DBUF_LOAD_MAX_LISTED];
   double seconds;        /**< wall time of the check (slowest rank) */
+  const char *checked_by;  /**< who re-read each rank's rows: "the same rank"
+                                (one rank), "another rank" (one node) or "a
+                                rank of another node"; static text, NULL if
+                                the check stopped before choosing */
   char msg[DBUF_DIAG_LEN]; /**< "PASS: ..." or the first problem, or the error */
 } dbuf_load_verdict_t;
 

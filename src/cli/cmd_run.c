@@ -90,8 +90,10 @@ run_usage(FILE *f)
           "                         checkpoint (files or INDEX.json) into its segment\n"
           "                         instead of the pattern (converted to --dtype when\n"
           "                         given); then each rank's rows are checksummed\n"
-          "                         again from the files by another rank: the load\n"
-          "                         verdict lists every tensor and row that differs\n"
+          "                         again from the files by another rank (of another\n"
+          "                         node when the ranks span several; at one rank, by\n"
+          "                         itself): the load verdict lists every tensor and\n"
+          "                         row that differs\n"
           "  --io M                 how --load reads: posix (pread, default), mpiio\n"
           "                         (MPI_File_read_at) or mpiio-coll\n"
           "                         (MPI_File_read_at_all)\n"
@@ -1640,6 +1642,7 @@ load_summary(const run_t *r, run_load_sum_t *ld)
     ld->checked_tensors += b->lv.tensors;
     ld->checked_rows += b->lv.rows;
     ld->checked_bytes += b->lv.bytes;
+    ld->checked_by = b->lv.checked_by; /* the same for every buffer: one communicator */
     for (int64_t k = 0; k < b->lv.nlisted; k++) {
       char line[DBUF_DIAG_LEN + 200];
       if (r->nbuf > 1)

@@ -295,10 +295,12 @@ load_lines(FILE *f, const run_summary_t *s, const run_rank_rec_t *recs)
             dbuf_report_bytes(c, sizeof c, recs[r].load_bytes), recs[r].load_s,
             recs[r].load_gbps);
   if (ld->pass) {
-    fprintf(f, "Load check: PASS: %" PRId64 " tensors, %s rows, %s checked against the "
-               "checkpoint by another rank\n",
+    fprintf(f,
+            "Load check: PASS: %" PRId64 " tensors, %s rows, %s checked against the "
+            "checkpoint by %s\n",
             ld->checked_tensors, dbuf_report_count(a, sizeof a, ld->checked_rows),
-            dbuf_report_bytes(b, sizeof b, ld->checked_bytes));
+            dbuf_report_bytes(b, sizeof b, ld->checked_bytes),
+            ld->checked_by != NULL ? ld->checked_by : "the checking ranks");
     return;
   }
   fprintf(f, "Load check: FAIL: %" PRId64 " problem%s\n", ld->problems,

@@ -61,6 +61,7 @@ typedef struct run_load_sum {
   int pass;
   int64_t problems;         /* tensors that differ, ranks with non-zero padding */
   int64_t checked_tensors, checked_rows, checked_bytes; /* by the checking ranks */
+  const char *checked_by;   /* who re-read each rank's rows (dbuf_load_verdict_t) */
   char **lines;             /* every named mismatch ("buffer B: " with several) */
   int64_t nlines;
 } run_load_sum_t;

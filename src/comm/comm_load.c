@@ -697,6 +697,13 @@ proof_checkers(dbuf_comm_t *ctx, int *checker, int *first, int *checked, int *nn
   return dbuf_comm_agree_diag(ctx, rc, diag);
 }
 
+/* Who re-read each rank's rows, for the verdict's line. */
+static const char *
+checked_by(int np, int nnodes)
+{
+  return np == 1 ? "the same rank" : nnodes == 1 ? "another rank" : "a rank of another node";
+}
+
 /* The per-tensor sums, from the files, of the rows of the n ranks list[]
  * (their ranges in ranges[]): into sums and rows (nt entries each, sums mod
  * 2^64), with the bytes read. */
@@ -894,6 +901,7 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
     verdict_fail(v, rc, &d);
     goto out;
   }
+  v->checked_by = checked_by(np, nnodes);
   /* Local: padding, loaded sums, the rows of the ranks it checks from the
    * files. */
   rc = dbuf_load_plan_create(l, start, end, dtype, st, &plan, &d);
@@ -999,8 +1007,8 @@ dbuf_comm_verify_load(dbuf_comm_t *ctx, const dbuf_layout_t *l, int64_t start, i
     v->code = rc = 0;
     snprintf(v->msg, sizeof v->msg,
              "PASS: %" PRId64 " tensors, %" PRId64 " rows, %" PRId64
-             " bytes checked against the checkpoint by another rank",
-             v->tensors, v->rows, v->bytes);
+             " bytes checked against the checkpoint by %s",
+             v->tensors, v->rows, v->bytes, v->checked_by);
   } else {
     v->code = rc = DBUF_EVERIFY;
     snprintf(v->msg, sizeof v->msg, "FAIL: %.460s%s", v->nlisted ? v->listed[0].msg : "",

@@ -171,6 +171,14 @@ test_load_verify(dbuf_comm_t *ctx, const dbuf_st_t *st, int k, int io, int dt)
         "%s: verify figures %lld rows %lld tensors %lld bytes", what, (long long)v.rows,
         (long long)v.tensors, (long long)v.bytes);
   CHECK(strncmp(v.msg, "PASS", 4) == 0, "%s: %s", what, v.msg);
+  /* One machine: another rank checks, or at one rank the rank itself. */
+  const char *by = size == 1 ? "the same rank" : "another rank";
+  char tail[64];
+  snprintf(tail, sizeof tail, " checked against the checkpoint by %s", by);
+  CHECK(v.checked_by != NULL && strcmp(v.checked_by, by) == 0 && strlen(v.msg) > strlen(tail) &&
+            strcmp(v.msg + strlen(v.msg) - strlen(tail), tail) == 0,
+        "%s: checked by \"%s\", want \"%s\": %s", what, v.checked_by ? v.checked_by : "(null)", by,
+        v.msg);
 
   /* The fault: the first byte of row R of w.a on the highest rank holding
    * rows of it, R its first row there. */

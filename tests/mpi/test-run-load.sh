@@ -97,7 +97,10 @@ for np in 1 2 4 8; do
     jq_is "$T/r.json" '[.verdict, .load.verdict, .load.files, .load.tensors, .load.rows, .load.bytes, .load.io, .load.problems]' \
       "[\"PASS\", \"PASS\", $files, 6, $ROWS, $BYTES, \"$io\", []]" "$what: load figures"
     jq_is "$T/r.json" '[.load.checked.rows, .load.checked.bytes, ([.load.ranks[].bytes] | add), (.load.ranks | length)]' \
-      "[$ROWS, $BYTES, $BYTES, $np]" "$what: checked by another rank, every byte read once"
+      "[$ROWS, $BYTES, $BYTES, $np]" "$what: every row checked, every byte read once"
+    # One machine: each rank's rows re-read by another rank, at one rank by itself.
+    if [ "$np" -eq 1 ]; then by="the same rank"; else by="another rank"; fi
+    expect_out_has "B checked against the checkpoint by $by" "$what: checked by $by"
   done
 done
 expect_out_has "Load check: PASS: 6 tensors, $ROWS rows, $BYTES B checked against the checkpoint by another rank" \
@@ -358,6 +361,8 @@ cp "$T/nl/m.safetensors" "$T/nl/1/"
 cp "$T/nl/m.safetensors" "$T/nl/2/"
 on_nodes 1 2
 expect_code 0 "the same copies on nodes of 1 and 2 ranks: exit 0"
+expect_out_has "Load check: PASS: 16 tensors, 64 rows, 2.00 KiB checked against the checkpoint by a rank of another node" \
+  "the same copies on nodes of 1 and 2 ranks: checked on another node"
 # Only the larger node's copy differs: checked by each other, its ranks
 # would find nothing.
 nl_fail "nodes of 1 and 2 ranks, the larger node's copy differing" 2 1 2
