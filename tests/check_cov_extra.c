@@ -4,9 +4,11 @@
  * (not generated from DBUF_ERRNO_MAP, so a change to the table shows here),
  * unknown codes, the diagnostic helpers and control-byte escaping with
  * truncation.  input.c: every way opening an input can fail, the system
- * calls made to fail in a forked child (tests/test_sandbox.h). */
+ * calls made to fail in a forked child (tests/test_sandbox.h), and the word
+ * for every kind of file. */
 #include "core_internal.h"
 #include "dbuf/error.h"
+#include "dbuf/shapes_io.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -276,6 +278,23 @@ START_TEST(test_input_socket)
 }
 END_TEST
 
+/* Every kind of file has its word; only the S_IFMT bits count. */
+static const struct {
+  mode_t mode;
+  const char *want;
+} kinds[] = {
+    {S_IFREG | 0644, "a regular file"},  {S_IFDIR | 0755, "a directory"},
+    {S_IFIFO | 0600, "a named pipe"},    {S_IFCHR | 0666, "a character device"},
+    {S_IFBLK | 0660, "a block device"},  {S_IFSOCK | 0755, "a socket"},
+    {S_IFLNK | 0777, "a symbolic link"}, {0644, "an unknown kind of file"},
+};
+
+START_TEST(test_file_kind)
+{
+  ck_assert_str_eq(dbuf_file_kind(kinds[_i].mode), kinds[_i].want);
+}
+END_TEST
+
 /* The failures below happen between the checks: the file is regular, but
  * open, fstat or fcntl fails. */
 static int
@@ -334,6 +353,7 @@ main(void)
   tcase_add_test(tc, test_input_ok_and_limit);
   tcase_add_test(tc, test_input_socket);
   tcase_add_loop_test(tc, test_input_syscall_fails, 0, 3);
+  tcase_add_loop_test(tc, test_file_kind, 0, (int)(sizeof kinds / sizeof kinds[0]));
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

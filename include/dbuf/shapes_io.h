@@ -27,6 +27,7 @@
 #include "dbuf/tensors.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,6 +70,16 @@ DBUF_EXPORT int dbuf_shapes_parse(const char *name, const char *text, size_t len
  */
 DBUF_EXPORT int dbuf_file_read_all(const char *path, char **data, size_t *len,
                                    dbuf_diag_t *diag);
+
+/**
+ * \brief What kind of file a stat(2) mode says, for messages: "a regular
+ * file", "a directory", "a named pipe", "a character device", "a block
+ * device", "a socket", "a symbolic link" (an lstat(2) mode), else "an
+ * unknown kind of file".
+ * \param[in] mode  st_mode (only its S_IFMT bits are read)
+ * \return a static string, never NULL
+ */
+DBUF_EXPORT const char *dbuf_file_kind(mode_t mode);
 
 /**
  * \brief Read a list of integers, one a line ('#' comments, blank lines ok),

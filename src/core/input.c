@@ -1,6 +1,8 @@
 /* Input files: only regular files are opened, without ever blocking. */
 #include "core_internal.h"
 
+#include "dbuf/shapes_io.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,9 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *
-file_kind(mode_t m)
+const char *
+dbuf_file_kind(mode_t m)
 {
+  if (S_ISREG(m))
+    return "a regular file";
+  if (S_ISLNK(m))
+    return "a symbolic link";
   if (S_ISFIFO(m))
     return "a named pipe";
   if (S_ISCHR(m))
@@ -43,7 +49,7 @@ dbuf__input_open(const char *path, int64_t max_bytes, int *fd_out,
   if (stat(path, &sb) != 0)
     return open_error(errno, why, why_len);
   if (!S_ISREG(sb.st_mode)) {
-    snprintf(why, why_len, "not a regular file (%s)", file_kind(sb.st_mode));
+    snprintf(why, why_len, "not a regular file (%s)", dbuf_file_kind(sb.st_mode));
     return DBUF_EIO;
   }
   /* O_NONBLOCK: the path may have been replaced by a FIFO since stat. */
@@ -58,7 +64,7 @@ dbuf__input_open(const char *path, int64_t max_bytes, int *fd_out,
   }
   if (!S_ISREG(sb.st_mode)) {
     close(fd);
-    snprintf(why, why_len, "not a regular file (%s)", file_kind(sb.st_mode));
+    snprintf(why, why_len, "not a regular file (%s)", dbuf_file_kind(sb.st_mode));
     return DBUF_EIO;
   }
   if (max_bytes >= 0 && (int64_t)sb.st_size > max_bytes) {
