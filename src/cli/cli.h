@@ -67,33 +67,44 @@ int cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
                   int64_t *out);
 
 /*
- * Write data to path atomically (temporary file in the same folder, then
- * rename), or to stdout for NULL or "-".  Returns CLI_EXIT_* and prints the
- * error; a failed write leaves no file behind.
+ * Where an output option (opt: "-o", "--report") writes path: stdout for
+ * NULL or "-"; a regular file or a new name atomically (a temporary file in
+ * the same folder, renamed to path once every byte is written; a symlink
+ * there is replaced as rename(2) replaces it); an existing character device
+ * or FIFO, or a symlink to one, in place (a FIFO that nobody reads is
+ * refused at once, never waited on).  A folder, a block device, a socket is
+ * refused, left as it was.  Messages read "OPT PATH: ..." ("<stdout>: ...").
+ *
+ * cli_write_output() writes data there.  Returns CLI_EXIT_* and prints the
+ * error: 2 when path cannot be opened or created, 1 when a write fails (a
+ * failed write leaves no file behind).
  */
-int cli_write_output(const char *path, const char *data, size_t len);
+int cli_write_output(const char *opt, const char *path, const char *data, size_t len);
 
 /*
  * The same output written piece by piece (for documents too large to build
- * in memory): cli_out_open() creates the temporary file (or takes stdout),
+ * in memory): cli_out_open() opens it (a temporary file for a file),
  * cli_out_write() (a dbuf_write_fn) appends, returning 0 or -1 after a
  * failed write, and cli_out_close() renames the file into place when ok is
  * non-zero and every write succeeded, else removes it.  Open and close
  * return CLI_EXIT_* and print the error (close prints nothing when !ok: the
- * caller reported why).  Stdout gets its text as it comes.
+ * caller reported why).  Stdout and a stream get their text as it comes.
  */
 typedef struct cli_out cli_out_t;
-int cli_out_open(const char *path, cli_out_t **out);
+int cli_out_open(const char *opt, const char *path, cli_out_t **out);
 int cli_out_write(void *out, const char *data, size_t len);
 int cli_out_close(cli_out_t *out, int ok);
 
 /*
- * Check early that cli_write_output(path, ...) can create its file (the
- * folder exists and is writable, path is not a folder), by creating and
- * removing the temporary file.  opt names the option in the message
- * ("--report: ..."); NULL or "-" (stdout) always pass.  Returns CLI_EXIT_*.
+ * Check early that cli_write_output(opt, path, ...) can write path: the
+ * same rules, and for a new name or a regular file that the temporary file
+ * can be created (it is removed).  A stream is opened now and returned in
+ * *held, to be written with cli_out_write() and closed with cli_out_close():
+ * a FIFO must have its reader now, and closing it would end the reader's
+ * input.  *held is NULL otherwise.  NULL or "-" (stdout) always pass.
+ * Returns CLI_EXIT_*.
  */
-int cli_output_check(const char *path, const char *opt);
+int cli_output_check(const char *opt, const char *path, cli_out_t **held);
 
 /* The planning options shared by `plan` and the MPI run. */
 typedef struct cli_plan_opts {

@@ -288,7 +288,7 @@ cmd_compare(int argc, char **argv)
     rc = CLI_EXIT_FAIL;
     goto out;
   }
-  rc = cli_write_output(out, text, len);
+  rc = cli_write_output("-o", out, text, len);
 out:
   free(text);
   free(on);

@@ -435,7 +435,7 @@ plan_block(const cli_plan_opts_t *o, int json, dbuf_report_format_t rfmt, const 
   }
   if (json) {
     cli_out_t *w = NULL;
-    if ((rc = cli_out_open(path, &w)) == 0) {
+    if ((rc = cli_out_open("-o", path, &w)) == 0) {
       rc = plan_json(&pl, flags, w);
       e = cli_out_close(w, rc == 0);
       rc = rc != 0 ? rc : e;
@@ -625,7 +625,7 @@ cmd_plan(int argc, char **argv)
     rc = plan_block(&o, json, rfmt, format, flags, ranks ? svg_ranks : NULL, out, &text, &len);
   if (rc != 0 || json) /* the JSON is written already */
     goto out;
-  rc = cli_write_output(out, text, len);
+  rc = cli_write_output("-o", out, text, len);
 out:
   free(text);
   cli_plan_opts_free(&o);

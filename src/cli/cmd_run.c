@@ -586,6 +586,7 @@ typedef struct run {
   dbuf_comm_nodemap_t map;
   int rank, size, per;        /* per: segments per rank */
   int can_report;             /* options agreed, --report checked */
+  cli_out_t *report_out;      /* rank 0: --report's stream, open from the check on */
   int launched;               /* started by mpirun, srun, ... */
   int root_failed;            /* rank 0 could not read or plan */
   dbuf_tensors_t *t;
@@ -615,6 +616,20 @@ set_phase(run_t *r, const char *phase)
   cli_watchdog_phase(phase);
 }
 
+/* Rank 0: the --report JSON, into the stream the check opened or the file.
+ * Returns CLI_EXIT_*, the error printed. */
+static int
+put_report(run_t *r, const char *json)
+{
+  cli_out_t *o = r->report_out;
+  r->report_out = NULL;
+  int code = o != NULL ? CLI_EXIT_OK : cli_out_open("--report", r->o.report, &o);
+  if (code != CLI_EXIT_OK)
+    return code;
+  cli_out_write(o, json, strlen(json));
+  return cli_out_close(o, 1);
+}
+
 /* Rank 0: the --report JSON of a run that stopped before its report (bad
  * input, a failed phase): the verdict, the phase and every known problem. */
 static void
@@ -642,7 +657,7 @@ report_stopped(run_t *r, int code)
   if (json == NULL)
     cli_err("%s: out of memory writing the report", r->o.report);
   else
-    cli_write_output(r->o.report, json, strlen(json));
+    put_report(r, json);
   free(json);
 }
 
@@ -733,10 +748,10 @@ run_options(run_t *r, int argc, char **argv)
       (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size))) != 0)
     return code;
   note_singleton(r);
-  /* The report is written at the end, by rank 0: a folder that is not there
-   * must fail now, not after the run. */
+  /* The report is written at the end, by rank 0: a folder that is not there,
+   * or a node no report can be written to, must fail now, not after the run. */
   if (r->rank == 0 && r->o.report != NULL)
-    code = cli_output_check(r->o.report, "--report");
+    code = cli_output_check("--report", r->o.report, &r->report_out);
   if ((code = agree_exit(r->ctx, code)) != 0)
     return code;
   r->can_report = 1; /* from here a stopped run still writes its report */
@@ -1601,7 +1616,7 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
     run_report_problems_err(s);
   if (code == 0 && r->o.report != NULL) {
     char *json = run_report_json(s, recs, &r->tm);
-    int w = json == NULL ? CLI_EXIT_FAIL : cli_write_output(r->o.report, json, strlen(json));
+    int w = json == NULL ? CLI_EXIT_FAIL : put_report(r, json);
     if (json == NULL)
       cli_err("%s: out of memory writing the report", r->o.report);
     free(json);
@@ -1714,6 +1729,7 @@ run_report(run_t *r)
 static void
 run_free(run_t *r)
 {
+  cli_out_close(r->report_out, 0);
   cli_problems_free(&r->probs);
   for (int64_t i = 0; r->buf != NULL && i < r->nbuf; i++) {
     dbuf_seg_free(r->buf[i].seg);

@@ -1,5 +1,7 @@
-/* Diagnostics, integer options and atomic output files. */
+/* Diagnostics, integer options and output files. */
 #include "cli.h"
+
+#include "dbuf/shapes_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,24 +115,61 @@ write_all(int fd, const char *data, size_t len)
   return 0;
 }
 
+/*
+ * Open path to write it in place if it is a stream: an existing character
+ * device or FIFO (a symlink counts as what it leads to).  Returns the
+ * descriptor; -1 when path is a regular file, a new name or one stat()
+ * cannot see (the temporary file's creation names that error); -2 with the
+ * error printed as "WHAT: ..." and *code set.  Anything else (a folder, a
+ * block device, a socket) is refused without being opened: renaming a
+ * temporary over it would replace the node with a regular file.
+ */
+static int
+open_stream(const char *path, const char *what, int *code)
+{
+  struct stat st, now;
+  if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+    return -1;
+  *code = CLI_EXIT_USAGE;
+  if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    cli_err("%s: %s; give a regular file, a character device or a FIFO", what,
+            dbuf_file_kind(st.st_mode));
+    return -2;
+  }
+  /* O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) where a
+   * blocking open would wait for a reader for ever, before any output is
+   * made.  It is cleared once open, so the writes wait for the reader. */
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENXIO && S_ISFIFO(st.st_mode))
+      cli_err("%s: a FIFO with no reader", what);
+    else
+      cli_err("%s: cannot open: %s", what, strerror(errno));
+    return -2;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || fstat(fd, &now) != 0)
+    cli_err("%s: cannot open: %s", what, strerror(errno));
+  else if ((now.st_mode & S_IFMT) != (st.st_mode & S_IFMT))
+    /* Not the node stat() saw: a regular file put there meanwhile would be
+     * written over in place, not replaced. */
+    cli_err("%s: replaced while it was opened", what);
+  else
+    return fd;
+  close(fd);
+  return -2;
+}
+
 /* Create the temporary file of an atomic write to path; *tmp is malloc'd.
  * Returns the descriptor, or -1 with the error printed as "WHAT: ...". */
 static int
 open_temp(const char *path, const char *what, char **tmp, int *code)
 {
   size_t plen = strlen(path);
-  struct stat st;
   *tmp = malloc(plen + 16);
   if (*tmp == NULL) {
     cli_err("%s: out of memory", what);
     *code = CLI_EXIT_FAIL;
-    return -1;
-  }
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    cli_err("%s: is a folder", what);
-    free(*tmp);
-    *tmp = NULL;
-    *code = CLI_EXIT_USAGE;
     return -1;
   }
   snprintf(*tmp, plen + 16, "%s.tmp.XXXXXX", path);
@@ -144,33 +183,43 @@ open_temp(const char *path, const char *what, char **tmp, int *code)
   return fd;
 }
 
-int
-cli_output_check(const char *path, const char *opt)
-{
-  char what[1100], *tmp = NULL;
-  int code = CLI_EXIT_OK;
-  if (path == NULL || strcmp(path, "-") == 0)
-    return CLI_EXIT_OK;
-  snprintf(what, sizeof what, "%s %s", opt, path);
-  int fd = open_temp(path, what, &tmp, &code);
-  if (fd < 0)
-    return code;
-  close(fd);
-  unlink(tmp);
-  free(tmp);
-  return CLI_EXIT_OK;
-}
-
-/* An output being written: stdout, or a temporary file renamed at the end. */
+/* An output being written: stdout, a stream written in place, or a
+ * temporary file renamed at the end. */
 struct cli_out {
   const char *path; /* NULL: stdout */
-  char *tmp;
+  char *what;       /* "OPT PATH", for messages */
+  char *tmp;        /* the temporary file; NULL: written in place */
   int fd;
   int err; /* errno of the first failed write, 0 when none */
 };
 
 int
-cli_out_open(const char *path, cli_out_t **out)
+cli_output_check(const char *opt, const char *path, cli_out_t **held)
+{
+  cli_out_t *o = NULL;
+  *held = NULL;
+  if (path == NULL || strcmp(path, "-") == 0)
+    return CLI_EXIT_OK;
+  int code = cli_out_open(opt, path, &o);
+  if (code != CLI_EXIT_OK)
+    return code;
+  if (o->tmp == NULL) { /* a stream: a FIFO's reader would see its end if closed */
+    *held = o;
+    return CLI_EXIT_OK;
+  }
+  return cli_out_close(o, 0); /* removes the temporary file */
+}
+
+static void
+out_free(cli_out_t *o)
+{
+  free(o->what);
+  free(o->tmp);
+  free(o);
+}
+
+int
+cli_out_open(const char *opt, const char *path, cli_out_t **out)
 {
   cli_out_t *o = calloc(1, sizeof *o);
   int code = CLI_EXIT_OK;
@@ -180,9 +229,20 @@ cli_out_open(const char *path, cli_out_t **out)
   }
   o->fd = -1;
   if (path != NULL && strcmp(path, "-") != 0) {
-    o->path = path;
-    if ((o->fd = open_temp(path, path, &o->tmp, &code)) < 0) {
+    size_t n = strlen(opt) + strlen(path) + 2;
+    if ((o->what = malloc(n)) == NULL) {
+      cli_err("%s: out of memory", path);
       free(o);
+      return CLI_EXIT_FAIL;
+    }
+    snprintf(o->what, n, "%s %s", opt, path);
+    o->path = path;
+    if ((o->fd = open_stream(path, o->what, &code)) >= 0) {
+      *out = o;
+      return CLI_EXIT_OK;
+    }
+    if (o->fd == -2 || (o->fd = open_temp(path, o->what, &o->tmp, &code)) < 0) {
+      out_free(o);
       return code;
     }
     /* mkstemp creates 0600; give the file the mode open(2) would, 0666
@@ -221,31 +281,34 @@ cli_out_close(cli_out_t *o, int ok)
     free(o);
     return code;
   }
-  if (ok && o->err == 0 && fsync(o->fd) != 0)
+  /* A temporary file is on disk before it takes the name; a stream written
+   * in place has no name to take. */
+  if (ok && o->err == 0 && o->tmp != NULL && fsync(o->fd) != 0)
     o->err = errno;
-  if (!ok || o->err != 0) {
-    close(o->fd);
-    unlink(o->tmp);
-    if (ok) {
-      cli_err("%s: write failed: %s", o->path, strerror(o->err));
+  if (!ok || o->err != 0 || o->tmp == NULL) {
+    if (close(o->fd) != 0 && o->err == 0)
+      o->err = errno;
+    if (o->tmp != NULL)
+      unlink(o->tmp);
+    if (ok && o->err != 0) {
+      cli_err("%s: write failed: %s", o->what, strerror(o->err));
       code = CLI_EXIT_FAIL;
     }
   } else if (close(o->fd) != 0 || rename(o->tmp, o->path) != 0) {
     int e = errno;
     unlink(o->tmp);
-    cli_err("%s: cannot write: %s", o->path, strerror(e));
+    cli_err("%s: cannot write: %s", o->what, strerror(e));
     code = CLI_EXIT_FAIL;
   }
-  free(o->tmp);
-  free(o);
+  out_free(o);
   return code;
 }
 
 int
-cli_write_output(const char *path, const char *data, size_t len)
+cli_write_output(const char *opt, const char *path, const char *data, size_t len)
 {
   cli_out_t *o = NULL;
-  int code = cli_out_open(path, &o);
+  int code = cli_out_open(opt, path, &o);
   if (code != CLI_EXIT_OK)
     return code;
   cli_out_write(o, data, len);

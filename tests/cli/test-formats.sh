@@ -132,7 +132,7 @@ expect_code 2 "layout error with -o"
 [ ! -e "$T/fresh" ] && pass "no output file on a layout error" || fail "output file written on error"
 run plan --shapes "$T/seed" --layout unpadded --format table -o "$T/no/such/dir/out.txt"
 expect_code 2 "unwritable output"
-expect_err "dbuf-shard: $T/no/such/dir/out.txt: cannot create: No such file or directory" "unwritable output message"
+expect_err "dbuf-shard: -o $T/no/such/dir/out.txt: cannot create: No such file or directory" "unwritable output message"
 
 # ---- big: deepseek-v3 at 1024 ranks ----
 for f in summary table diagram csv svg; do

@@ -156,7 +156,7 @@ bad "two inputs" "dbuf-shard: give only one of --shapes, --model and --safetenso
 # An unwritable output: exit non-zero, no partial file.
 run plan --shapes "$T/seed" --layout unpadded -o "$T/no/such/dir/out.json"
 expect_code 2 "unwritable output"
-expect_err "dbuf-shard: $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
+expect_err "dbuf-shard: -o $T/no/such/dir/out.json: cannot create: No such file or directory" "unwritable output message"
 
 # The compact kind on the seed (derived by hand): chunk lcm(6, 4, 2) = 12,
 # dp 5: stripe 60, logical 52, bound 60.  Cursor 0: P0 (unit 6) -> 0;

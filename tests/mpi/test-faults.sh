@@ -3,9 +3,10 @@
 # dies (with the launcher's abort-on-failure on and off), a rank slow to end
 # after MPI_Finalize, a rank that cannot allocate or lock its memory, rank 0
 # failing on its input (a missing file, a named pipe), inputs that differ
-# with --check-inputs, and a --report folder that does not exist.  Each must
-# end EVERY rank non-zero (linger: that rank only) within 20 s with one
-# line naming the rank or the option and the cause; no rank may wait forever.
+# with --check-inputs, a --report folder that does not exist, and a
+# --report FIFO that nobody reads.  Each must end EVERY rank non-zero
+# (linger: that rank only) within 20 s with one line naming the rank or the
+# option and the cause; no rank may wait forever.
 # (Healthy, each case takes under a second here; 20 s leaves room for a
 # loaded host, and any wait on a watchdog or a timeout is far longer.)
 # Every mpirun runs under timeout.  Expected values come from the options
@@ -282,7 +283,11 @@ every_rank 2 "dbuf-shard: --report $T/no/such/dir/r.json: cannot create: No such
   "--report into a missing folder"
 if [ ! -s "$T/stdout" ]; then pass "--report into a missing folder: nothing run"; else fail "--report into a missing folder: the run went ahead"; fi
 BASE_ARGS="$BASE --report $T" ODD_RANKS=none ODD_ARGS='' wrapped 2
-every_rank 2 "dbuf-shard: --report $T: is a folder" "--report naming a folder"
+every_rank 2 "dbuf-shard: --report $T: a directory; give a regular file, a character device or a FIFO" "--report naming a folder"
+# A FIFO that nobody reads: refused before the run, not waited on at its end.
+mkfifo "$T/report.fifo"
+BASE_ARGS="$BASE --report $T/report.fifo" ODD_RANKS=none ODD_ARGS='' wrapped 2
+every_rank 2 "dbuf-shard: --report $T/report.fifo: a FIFO with no reader" "--report on a FIFO with no reader"
 
 # --- The watchdog off -------------------------------------------------------
 # --timeout 0 (no watchdog thread) changes nothing for a run that goes well.

@@ -2,9 +2,10 @@
 # Tests of the MPI service (`mpirun -np N dbuf-shard`): every layout kind at
 # 1, 2, 3, 4 and 8 ranks (8 oversubscribed), more ranks than rows, dp a
 # multiple of the ranks, the default model, two simulated nodes, every fault
-# injection (every problem listed), rank 0 failing on bad input (the report still written), inputs differing between ranks, and
-# a rank killed mid-run.  Report values are checked against `dbuf-shard plan`
-# (serial, no MPI), which computes them independently of the MPI run.
+# injection (every problem listed), rank 0 failing on bad input (the report still written), inputs differing between ranks,
+# a rank killed mid-run, and --report on a FIFO, a socket and device nodes.
+# Report values are checked against `dbuf-shard plan` (serial, no MPI),
+# which computes them independently of the MPI run.
 # Every mpirun runs under timeout: a hanging rank would hang the job forever.
 set -u
 # shellcheck source=tests/mpi/lib.sh
@@ -293,6 +294,65 @@ fi
 mpi 1 --shapes "$T/small.shapes" --no-materialize
 expect_code 0 "mpirun -np 1: PASS"
 expect_err "" "mpirun -np 1: no singleton line"
+
+# --- Where the report goes ------------------------------------------------
+# --report on a FIFO is written in place, and refused before the run when
+# nobody reads it; on a socket refused before the run; on device nodes made
+# with mknod (root only): a character device is written in place, a block
+# device refused without being opened.  Every node stays what it was.
+REP_ARGS="-q --shapes $T/small.shapes --no-materialize"
+# report_to FILE: the job on 2 ranks with --report FILE; sets CODE, ERR, SECS.
+report_to() {
+  # shellcheck disable=SC2086 # the words of REP_ARGS are the arguments
+  mpi 2 $REP_ARGS --report "$1"
+}
+# report_refused NAME FILE WANT_LINE TEST: exit 2 in time with that one line,
+# nothing run (no text report), and `test TEST FILE` still holds.
+report_refused() {
+  report_to "$2"
+  if [ "$CODE" -eq 2 ] && [ "$ERR" = "$3" ] && [ ! -s "$T/stdout" ] && [ "$SECS" -le "$LIMIT" ]; then
+    pass "$1: exit 2 before the run in ${SECS}s: $ERR"
+  else
+    fail "$1: exit $CODE after ${SECS}s, stdout $(wc -c <"$T/stdout") bytes, stderr '$ERR', want '$3'"
+  fi
+  test "$4" "$2" && pass "$1: the node stays" || fail "$1: now $(ls -ld "$2")"
+}
+mkfifo "$T/rfifo"
+timeout "$MPI_TIMEOUT" cat "$T/rfifo" >"$T/rgot" &
+reader=$!
+report_to "$T/rfifo"
+wait "$reader"
+expect_code 0 "--report on a FIFO with a reader"
+jq_is "$T/rgot" '[.verdict, (.ranks | length)]' '["PASS", 2]' "--report on a FIFO: the reader got the report"
+[ -p "$T/rfifo" ] && pass "--report on a FIFO: still a FIFO" || fail "--report on a FIFO: now $(ls -ld "$T/rfifo")"
+rm -f "$T/rfifo"
+mkfifo "$T/rfifo"
+report_refused "--report on a FIFO with no reader" "$T/rfifo" \
+  "dbuf-shard: --report $T/rfifo: a FIFO with no reader" -p
+if python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/rsock"; then
+  report_refused "--report on a socket" "$T/rsock" \
+    "dbuf-shard: --report $T/rsock: a socket; give a regular file, a character device or a FIFO" -S
+else
+  echo "SKIP: no Unix socket could be made (python3): --report on a socket"
+fi
+if [ "$(id -u)" -eq 0 ] && mknod "$T/rnull" c 1 3 && mknod "$T/rfull" c 1 7 &&
+  mknod "$T/rblk" b 7 0; then
+  report_to "$T/rnull"
+  expect_code 0 "--report on (1,3)"
+  expect_err "" "--report on (1,3): no message"
+  [ -c "$T/rnull" ] && pass "--report on (1,3): still a character device" ||
+    fail "--report on (1,3): now $(ls -ld "$T/rnull")"
+  report_to "$T/rfull"
+  expect_code 1 "--report on (1,7)"
+  expect_err "dbuf-shard: --report $T/rfull: write failed: No space left on device" \
+    "--report on (1,7): message"
+  [ -c "$T/rfull" ] && pass "--report on (1,7): still a character device" ||
+    fail "--report on (1,7): now $(ls -ld "$T/rfull")"
+  report_refused "--report on a block device" "$T/rblk" \
+    "dbuf-shard: --report $T/rblk: a block device; give a regular file, a character device or a FIFO" -b
+else
+  echo "SKIP: mknod needs root: --report on device nodes"
+fi
 
 # --help needs no MPI and prints once.
 run run --help
