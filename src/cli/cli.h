@@ -106,6 +106,14 @@ int cli_out_close(cli_out_t *out, int ok);
  */
 int cli_output_check(const char *opt, const char *path, cli_out_t **held);
 
+/*
+ * Flush stdout: after a failed write (now or earlier) print
+ * "<stdout>: write failed: REASON" (without the reason when stdio did not
+ * keep it), once however often it is called, and return CLI_EXIT_FAIL;
+ * else CLI_EXIT_OK.
+ */
+int cli_stdout_flush(void);
+
 /* The planning options shared by `plan` and the MPI run. */
 typedef struct cli_plan_opts {
   const char *shapes;       /* --shapes FILE */

@@ -880,7 +880,7 @@ run_plan(run_t *r)
     run_summary_t s = {.nranks = r->size, .problems = r->probs.n,
                        .problem_lines = r->probs.line, .nproblem_lines = r->probs.n};
     run_report_problems_text(stdout, r->o.layout_file, &s);
-    fflush(stdout);
+    (void)cli_stdout_flush(); /* the run stops with brc's code anyway */
   }
   return phase_end(r, cli_exit_code(brc));
 }
@@ -1611,7 +1611,8 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
     cli_err("report: %s", d.msg);
     code = cli_exit_code(d.code);
   }
-  fflush(stdout);
+  /* The code is agreed after this: a failed write ends every rank with 1. */
+  int out = cli_stdout_flush();
   if (code == 0 && !s->pass)
     run_report_problems_err(s);
   if (code == 0 && r->o.report != NULL) {
@@ -1625,7 +1626,7 @@ write_report(run_t *r, const run_rank_rec_t *recs, run_summary_t *s)
   for (int64_t i = 0; i < r->nbuf; i++)
     dbuf_nodes_destroy(bs[i].nodes);
   free(bs);
-  return code;
+  return out > code ? out : code;
 }
 
 /* Rank 0, --load: the load over every buffer for the report (the totals of

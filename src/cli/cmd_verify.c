@@ -454,10 +454,8 @@ cmd_verify(int argc, char **argv)
            ref != NULL ? what : "");
     rc = CLI_EXIT_OK;
   }
-  if (fflush(stdout) != 0) {
-    cli_err("<stdout>: write failed");
+  if (cli_stdout_flush() != CLI_EXIT_OK)
     rc = CLI_EXIT_FAIL;
-  }
 out:
   free(st.rmatch);
   free(st.rused);

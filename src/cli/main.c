@@ -39,8 +39,8 @@ static const struct {
     {"run", cmd_run},
 };
 
-int
-main(int argc, char **argv)
+static int
+run_command(int argc, char **argv)
 {
   /* No subcommand, or an option first: the MPI service (`mpirun dbuf-shard`). */
   if (argc < 2 || (argv[1][0] == '-' && argv[1][1] != '\0' &&
@@ -70,4 +70,14 @@ main(int argc, char **argv)
   cli_err("unknown command '%s'%s (see 'dbuf-shard --help')", argv[1],
           cli_suggest_text(&s, "", hint, sizeof hint));
   return CLI_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+  int rc = run_command(argc, argv);
+  /* Whatever went to stdout (--help and --version too) must have arrived: a
+   * failed write is a failure of a command that went well otherwise. */
+  int w = cli_stdout_flush();
+  return rc != CLI_EXIT_OK ? rc : w;
 }

@@ -115,6 +115,30 @@ write_all(int fd, const char *data, size_t len)
   return 0;
 }
 
+/* Whether a failed write to stdout was reported: it is said once. */
+static int stdout_said;
+
+/* err 0: the reason is not known. */
+static int
+stdout_failed(int err)
+{
+  if (!stdout_said)
+    cli_err("<stdout>: write failed%s%s", err != 0 ? ": " : "", err != 0 ? strerror(err) : "");
+  stdout_said = 1;
+  return CLI_EXIT_FAIL;
+}
+
+int
+cli_stdout_flush(void)
+{
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return CLI_EXIT_OK;
+  /* errno 0: an earlier write failed, and stdio dropped the text it held
+   * then (glibc does), so nothing was left to write now, nor a reason. */
+  return stdout_failed(errno);
+}
+
 /*
  * Open path to write it in place if it is a stream: an existing character
  * device or FIFO (a symlink counts as what it leads to).  Returns the
@@ -274,10 +298,7 @@ cli_out_close(cli_out_t *o, int ok)
   if (o == NULL)
     return CLI_EXIT_OK;
   if (o->path == NULL) {
-    if ((fflush(stdout) != 0 && o->err == 0) || (ok && o->err != 0)) {
-      cli_err("<stdout>: write failed: %s", strerror(o->err != 0 ? o->err : errno));
-      code = CLI_EXIT_FAIL;
-    }
+    code = ok && o->err != 0 ? stdout_failed(o->err) : cli_stdout_flush();
     free(o);
     return code;
   }

@@ -4,8 +4,9 @@
 # renamed into place); a FIFO is written in place, and one that nobody reads
 # is refused at once (exit 2) instead of waited on; a folder or a socket is
 # refused (exit 2) and left as it was; a symlink to a FIFO is the FIFO, a
-# symlink to a regular file is replaced by the new file.  Device nodes
-# (mknod, root only) are test-output-dev.sh's.
+# symlink to a regular file is replaced by the new file.  And a failed write
+# to stdout, of every command: exit 1 and one line.  Device nodes (mknod,
+# root only) are test-output-dev.sh's.
 set -u
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -91,6 +92,25 @@ while read -r w <&3; do
     refused "$w" "$T/sock" "a socket" -S
   fi
 done 3<<<"$WRITERS"
+
+# A failed write to stdout: exit 1 and one line naming it, for every
+# command and its --help (GNU tools do the same for theirs).
+"$DBUF" plan --shapes "$T/out.shapes" --dp 2 --format json -o "$T/layout.json"
+for args in models --help --version "plan --help" "verify --help" "compare --help" \
+  "models --help" "run --help" "verify $T/layout.json" \
+  "compare --shapes $T/out.shapes --dp 2"; do
+  # shellcheck disable=SC2086 # the words of args are the arguments
+  "$DBUF" $args >/dev/full 2>"$T/stderr"
+  CODE=$?
+  ERR=$(cat "$T/stderr")
+  expect_code 1 "$args on a full stdout"
+  # The reason, unless stdio dropped it with the text of an earlier write.
+  case $ERR in
+  "dbuf-shard: <stdout>: write failed: No space left on device" | \
+    "dbuf-shard: <stdout>: write failed") pass "$args on a full stdout: message" ;;
+  *) fail "$args on a full stdout: message '$ERR'" ;;
+  esac
+done
 
 if [ ! -S "$T/sock" ]; then
   finish || exit 1

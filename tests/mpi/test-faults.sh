@@ -3,10 +3,10 @@
 # dies (with the launcher's abort-on-failure on and off), a rank slow to end
 # after MPI_Finalize, a rank that cannot allocate or lock its memory, rank 0
 # failing on its input (a missing file, a named pipe), inputs that differ
-# with --check-inputs, a --report folder that does not exist, and a
-# --report FIFO that nobody reads.  Each must end EVERY rank non-zero
-# (linger: that rank only) within 20 s with one line naming the rank or the
-# option and the cause; no rank may wait forever.
+# with --check-inputs, a --report folder that does not exist, a --report
+# FIFO that nobody reads, and rank 0's stdout on a full device.  Each must
+# end EVERY rank non-zero (linger: that rank only) within 20 s with one line
+# naming the rank or the option and the cause; no rank may wait forever.
 # (Healthy, each case takes under a second here; 20 s leaves room for a
 # loaded host, and any wait on a watchdog or a timeout is far longer.)
 # Every mpirun runs under timeout.  Expected values come from the options
@@ -288,6 +288,9 @@ every_rank 2 "dbuf-shard: --report $T: a directory; give a regular file, a chara
 mkfifo "$T/report.fifo"
 BASE_ARGS="$BASE --report $T/report.fifo" ODD_RANKS=none ODD_ARGS='' wrapped 2
 every_rank 2 "dbuf-shard: --report $T/report.fifo: a FIFO with no reader" "--report on a FIFO with no reader"
+# Rank 0's stdout on a full device: the report for people is lost, every rank exits 1.
+BASE_ARGS=$BASE ODD_RANKS=0 ODD_ARGS=$BASE ODD_SETUP='exec >/dev/full' wrapped 2
+every_rank 1 "dbuf-shard: <stdout>: write failed: No space left on device" "rank 0's stdout full"
 
 # --- The watchdog off -------------------------------------------------------
 # --timeout 0 (no watchdog thread) changes nothing for a run that goes well.

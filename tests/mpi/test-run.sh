@@ -3,9 +3,10 @@
 # 1, 2, 3, 4 and 8 ranks (8 oversubscribed), more ranks than rows, dp a
 # multiple of the ranks, the default model, two simulated nodes, every fault
 # injection (every problem listed), rank 0 failing on bad input (the report still written), inputs differing between ranks,
-# a rank killed mid-run, and --report on a FIFO, a socket and device nodes.
-# Report values are checked against `dbuf-shard plan` (serial, no MPI),
-# which computes them independently of the MPI run.
+# a rank killed mid-run, --report on a FIFO, a socket and device nodes, and
+# the text report on a full stdout.  Report values are checked against
+# `dbuf-shard plan` (serial, no MPI), which computes them independently of
+# the MPI run.
 # Every mpirun runs under timeout: a hanging rank would hang the job forever.
 set -u
 # shellcheck source=tests/mpi/lib.sh
@@ -353,6 +354,24 @@ if [ "$(id -u)" -eq 0 ] && mknod "$T/rnull" c 1 3 && mknod "$T/rfull" c 1 7 &&
 else
   echo "SKIP: mknod needs root: --report on device nodes"
 fi
+
+# The text report on a full stdout: exit 1, one line.  Rank 0's own stdout
+# must be the full device (mpirun's forwarding would hide the failure from
+# it): alone, and as rank 0 of two under mpirun.
+# shellcheck disable=SC2086 # the words of REP_ARGS are the arguments
+"$DBUF" $REP_ARGS >/dev/full 2>"$T/stderr"
+CODE=$?
+ERR=$(cat "$T/stderr")
+expect_code 1 "one rank, stdout full"
+expect_err "dbuf-shard: <stdout>: write failed: No space left on device" "one rank, stdout full: message"
+# shellcheck disable=SC2016,SC2086 # $0 and $@ are the inner shell's; REP_ARGS are words
+timed mpirun_in "$MPI_TIMEOUT" -np 1 sh -c 'exec "$0" "$@" >/dev/full' "$DBUF" $REP_ARGS : \
+  -np 1 "$DBUF" $REP_ARGS >"$T/stdout" 2>"$T/stderr.all"
+grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
+ERR=$(cat "$T/stderr")
+expect_code 1 "rank 0 of 2, stdout full"
+expect_err "dbuf-shard: <stdout>: write failed: No space left on device" \
+  "rank 0 of 2, stdout full: message"
 
 # --help needs no MPI and prints once.
 run run --help
