@@ -210,7 +210,8 @@ open_temp(const char *path, const char *what, char **tmp, int *code)
 /* An output being written: stdout, a stream written in place, or a
  * temporary file renamed at the end. */
 struct cli_out {
-  const char *path; /* NULL: stdout */
+  const char *path; /* NULL: stdout; else the name the output takes */
+  char *real;       /* path when it is the file a symlink leads to, or NULL */
   char *what;       /* "OPT PATH", for messages */
   char *tmp;        /* the temporary file; NULL: written in place */
   int fd;
@@ -239,6 +240,7 @@ out_free(cli_out_t *o)
 {
   free(o->what);
   free(o->tmp);
+  free(o->real);
   free(o);
 }
 
@@ -265,7 +267,19 @@ cli_out_open(const char *opt, const char *path, cli_out_t **out)
       *out = o;
       return CLI_EXIT_OK;
     }
-    if (o->fd == -2 || (o->fd = open_temp(path, o->what, &o->tmp, &code)) < 0) {
+    /* A symlink to a regular file is written through: the file it leads
+     * to is replaced, the link stays (/dev/stdout of a shell's redirection
+     * is such a link, into /proc). */
+    struct stat ln, st;
+    if (o->fd == -1 && lstat(path, &ln) == 0 && S_ISLNK(ln.st_mode) && stat(path, &st) == 0) {
+      if ((o->real = realpath(path, NULL)) == NULL) {
+        cli_err("%s: cannot resolve the link: %s", o->what, strerror(errno));
+        out_free(o);
+        return CLI_EXIT_USAGE;
+      }
+      o->path = o->real;
+    }
+    if (o->fd == -2 || (o->fd = open_temp(o->path, o->what, &o->tmp, &code)) < 0) {
       out_free(o);
       return code;
     }

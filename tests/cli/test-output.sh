@@ -4,7 +4,8 @@
 # renamed into place); a FIFO is written in place, and one that nobody reads
 # is refused at once (exit 2) instead of waited on; a folder or a socket is
 # refused (exit 2) and left as it was; a symlink to a FIFO is the FIFO, a
-# symlink to a regular file is replaced by the new file.  And a failed write
+# symlink to a regular file is written through (its target replaced, the
+# link kept: /dev/stdout of a redirection is one).  And a failed write
 # to stdout, of every command: exit 1 and one line.  Device nodes (mknod,
 # root only) are test-output-dev.sh's.
 set -u
@@ -73,19 +74,22 @@ while read -r w <&3; do
   expect_node -L "$T/lnfifo" "$w a symlink to a FIFO: still a symlink"
   expect_node -p "$T/fifo" "$w a symlink to a FIFO: the FIFO stays"
 
-  # A symlink to a regular file is replaced by the new file, as rename(2)
-  # replaces the name it is given; the file it led to is left as it was.
-  echo kept >"$T/target"
+  # A symlink to a regular file is written through: the file it leads to
+  # is replaced atomically, the link stays a link.
+  echo old >"$T/target"
   ln -sfn target "$T/lnreg"
   write_to "$w" "$T/lnreg"
   expect_code 0 "$w a symlink to a regular file"
-  if [ -f "$T/lnreg" ] && [ ! -L "$T/lnreg" ]; then pass "$w a symlink to a regular file: now the file"; else
-    fail "$w a symlink to a regular file: $(ls -l "$T/lnreg")"
-  fi
-  expect_got "$T/lnreg" "$w a symlink to a regular file: the output"
-  if [ "$(cat "$T/target")" = kept ]; then pass "$w a symlink to a regular file: its target kept"; else
-    fail "$w a symlink to a regular file: its target changed"
-  fi
+  expect_node -L "$T/lnreg" "$w a symlink to a regular file: still a symlink"
+  expect_got "$T/target" "$w a symlink to a regular file: the output in its target"
+  # A link to /proc/self/fd/1, as /dev/stdout is (never the system's own
+  # here), with stdout redirected to a file (write_to sends it to
+  # $T/stdout): the file gets the output, the link is not touched.
+  ln -sfn /proc/self/fd/1 "$T/stdout-link"
+  write_to "$w" "$T/stdout-link"
+  expect_code 0 "$w a link to /proc/self/fd/1, stdout a file"
+  expect_got "$T/stdout" "$w a link to /proc/self/fd/1, stdout a file: the output in the file"
+  expect_node -L "$T/stdout-link" "$w a link to /proc/self/fd/1: still a symlink"
 
   refused "$w" "$T/dir" "a directory" -d
   if [ -S "$T/sock" ]; then
