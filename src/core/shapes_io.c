@@ -414,6 +414,23 @@ count_lines(const char *p, const char *end)
   return lines;
 }
 
+/* The line of the first NUL byte of [p, p + n) (1 + newlines, the input's
+ * newlines before p counted in before), or 0 for none. */
+static int64_t
+nul_line(const char *p, size_t n, int64_t before)
+{
+  const char *z = memchr(p, '\0', n);
+  return z != NULL ? before + count_lines(p, z) + 1 : 0;
+}
+
+/* A NUL byte refuses the input, named with its line like any other error. */
+static int
+nul_diag(dbuf_diag_t *diag, const char *name, int64_t line)
+{
+  return dbuf__diag(diag, DBUF_EPARSE, "%s:%lld: contains a NUL byte (binary file?)", name,
+                    (long long)line);
+}
+
 static int
 parse_text(const char *name, const char *text, size_t len, dbuf_tensors_t *t,
            dbuf_diag_t *diag)
@@ -440,9 +457,9 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
   int rc;
   if (name == NULL || text == NULL || out == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "NULL argument");
-  if (memchr(text, '\0', len) != NULL)
-    return dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)",
-                      name);
+  int64_t nul = nul_line(text, len, 0);
+  if (nul > 0)
+    return nul_diag(diag, name, nul);
   if ((rc = dbuf_tensors_create(&t)) != 0)
     return dbuf__diag(diag, rc, "%s: %s", name, dbuf_strerror(rc));
   size_t i = 0;
@@ -469,7 +486,7 @@ dbuf_shapes_parse(const char *name, const char *text, size_t len,
 /* What the first pass over a shapes file found. */
 typedef struct {
   int64_t lines; /* newlines + 1, or an estimate (see scan_file) */
-  int nul;       /* a NUL byte */
+  int64_t nul;   /* the line of the first NUL byte, or 0 */
   int json;      /* the first non-blank byte is '[' (or there is none) */
 } scan_t;
 
@@ -543,8 +560,9 @@ scan_file(int fd, const char *name, char *buf, int64_t size, int sample, scan_t 
   sc->lines = 1;
   while ((rc = read_chunk(fd, name, buf, READ_CHUNK, &got, &total, diag)) == 0 && got > 0) {
     int64_t lines = count_lines(buf, buf + got);
+    if (sc->nul == 0)
+      sc->nul = nul_line(buf, got, sc->lines - 1);
     sc->lines += lines;
-    sc->nul |= memchr(buf, '\0', got) != NULL;
     for (size_t i = 0; !decided && i < got; i++) {
       if (!isspace((unsigned char)buf[i])) {
         decided = 1;
@@ -565,20 +583,23 @@ scan_file(int fd, const char *name, char *buf, int64_t size, int sample, scan_t 
   return rc;
 }
 
-/* After an error in a line or a NUL byte (nul), the rest of the file is
- * still read for the errors of the file itself, which come first in
- * dbuf_file_read_all()'s order (a read error or the size limit, then a
- * NUL byte, before any parse): s->file_rc. */
+/* After an error in a line or a NUL byte (on line nul, or 0), the rest of
+ * the file is still read for the errors of the file itself, which come
+ * first in dbuf_file_read_all()'s order (a read error or the size limit,
+ * then a NUL byte, before any parse): s->file_rc.  newlines: those of the
+ * bytes read so far, for the line of a NUL byte found now. */
 static void
-read_rest(text_state_t *s, int fd, char *buf, int64_t total, int nul)
+read_rest(text_state_t *s, int fd, char *buf, int64_t total, int64_t newlines, int64_t nul)
 {
   size_t got;
   int rc;
   dbuf_diag_t d;
-  while ((rc = read_chunk(fd, s->name, buf, READ_CHUNK, &got, &total, &d)) == 0 && got > 0)
-    nul |= memchr(buf, '\0', got) != NULL;
-  if (rc == 0 && nul)
-    rc = dbuf__diag(&d, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", s->name);
+  while ((rc = read_chunk(fd, s->name, buf, READ_CHUNK, &got, &total, &d)) == 0 && got > 0) {
+    if (nul == 0 && (nul = nul_line(buf, got, newlines)) == 0)
+      newlines += count_lines(buf, buf + got);
+  }
+  if (rc == 0 && nul > 0)
+    rc = nul_diag(&d, s->name, nul);
   s->file_rc = rc;
   if (rc != 0)
     s->file_diag = d;
@@ -600,8 +621,8 @@ read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t
       pthread_mutex_lock(&s->pipe->mu);
       int stop = s->pipe->stop;
       pthread_mutex_unlock(&s->pipe->mu);
-      if (stop) {
-        read_rest(s, fd, buf, total, 0);
+      if (stop) { /* every line read so far was parsed */
+        read_rest(s, fd, buf, total, s->line, 0);
         return DBUF_ECANCELED;
       }
     }
@@ -610,15 +631,19 @@ read_and_parse(text_state_t *s, int fd, char *buf, XXH3_state_t *xs, dbuf_diag_t
       s->file_diag = d;
       return finish(s, rc, &d, diag);
     }
-    if (memchr(buf + held, '\0', got) != NULL) { /* not parsed: a read error may follow */
-      read_rest(s, fd, buf, total, 1);
+    /* The lines parsed so far end in the newlines before buf: the held
+     * rest of a line has none. */
+    const int64_t before = s->line;
+    int64_t nul = nul_line(buf + held, got, before);
+    if (nul > 0) { /* not parsed: a read error may follow */
+      read_rest(s, fd, buf, total, 0, nul);
       return finish(s, s->file_rc, &s->file_diag, diag);
     }
     (void)XXH3_64bits_update(xs, buf + held, got);
     const char *p = buf, *end = buf + held + got;
     if ((rc = parse_lines(s, &p, end, got == 0, diag)) != 0) {
       if (got > 0)
-        read_rest(s, fd, buf, total, 0);
+        read_rest(s, fd, buf, total, before + count_lines(buf, end), 0);
       return rc;
     }
     held = (size_t)(end - p); /* < sizeof s->buf: parse_lines took longer rests */
@@ -785,8 +810,8 @@ read_text_file(const char *path, dbuf_tensors_t **out, uint64_t *digest, int *wh
    * pass finds the NUL bytes, and names them before any line's error. */
   if ((rc = scan_file(fd, path, buf, size, size >= PIPE_MIN_BYTES, &sc, diag)) != 0)
     goto out;
-  if (sc.nul) {
-    rc = dbuf__diag(diag, DBUF_EPARSE, "%s: contains a NUL byte (binary file?)", path);
+  if (sc.nul > 0) {
+    rc = nul_diag(diag, path, sc.nul);
     goto out;
   }
   if (sc.json) {

@@ -120,7 +120,7 @@ runc "--shapes /dev/zero" 2 "/dev/zero: not a regular file (a character device)"
 runc "--shapes /dev/null" 2 "/dev/null: not a regular file (a character device)" plan --shapes /dev/null -o "$T/out"
 runc "--shapes DIR" 2 "$T/ck: not a regular file (a directory)" plan --shapes "$T/ck" -o "$T/out"
 
-# ---- size limits and empty stdin ----
+# ---- size limits and stdin ----
 truncate -s $(((1 << 30) + 1)) "$T/sparse.shapes"
 start=$(date +%s%N)
 runc "--shapes over 1 GiB (sparse)" 2 "$T/sparse.shapes: file is 1073741825 bytes, over the limit of 1073741824 bytes" \
@@ -131,6 +131,8 @@ rm -f "$T/sparse.shapes"
 # (stdin past the limit ends the same way, "<stdin>: more than 1073741824
 # bytes, over the input limit", after reading 1 GiB: 24 s here, not run.)
 runc "--shapes - from /dev/null" 2 "<stdin>: no tensors" plan --shapes - -o "$T/out" </dev/null
+runc "--shapes - with a NUL byte" 2 "<stdin>:3: contains a NUL byte" plan --shapes - -o "$T/out" \
+  <"$M/shapes-nul-line3.bin"
 
 # ---- a symbolic link named by an index: its bytes are never quoted ----
 printf 'SECRET-BYTES-1234 do not show\n' >"$T/secret.txt"
