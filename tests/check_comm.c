@@ -9,6 +9,7 @@
 #include "dbuf/comm.h"
 #include "dbuf/layout.h"
 #include "dbuf/pattern.h"
+#include "dbuf/version.h"
 #include "dbuf/wire.h"
 #include "comm_internal.h" /* dbuf__load_checkers() */
 #include "core_internal.h" /* dbuf__warm_count() */
@@ -903,6 +904,96 @@ START_TEST(test_check_equal)
 }
 END_TEST
 
+/* Builds: the same everywhere passes; a version, wire format or schema that
+ * differs on the last rank is named with rank 0's build; a missing record
+ * fails every rank. */
+START_TEST(test_check_build)
+{
+  dbuf_comm_t *c = world();
+  dbuf_comm_build_t b, other;
+  dbuf_diag_t d;
+  char want[DBUF_DIAG_LEN];
+  const int last = size - 1;
+  ALL_INT_EQ(dbuf_comm_build_init(NULL), DBUF_EINVAL);
+  ALL_INT_EQ(dbuf_comm_build_init(&b), 0);
+  ALL_STR_EQ(b.version, dbuf_version_string());
+  ALL_INT_EQ(b.wire, DBUF_WIRE_VERSION);
+  ALL_INT_EQ(b.plan_wire, DBUF_WIRE_PLAN_VERSION);
+  ALL_INT_EQ(b.schema, 0);
+  b.schema = 0x5c1e;
+  dbuf_diag_clear(&d);
+  ALL_INT_EQ(dbuf_comm_check_build(c, &b, "options", &d), 0);
+  ALL_STR_EQ(d.msg, "");
+  for (int k = 0; k < 3; k++) {
+    other = b;
+    if (k == 0)
+      snprintf(other.version, sizeof other.version, "%.60s.1", b.version);
+    else if (k == 1)
+      other.wire = -7;
+    else
+      other.schema = 0xfffffffeu;
+    dbuf_diag_clear(&d);
+    int rc = dbuf_comm_check_build(c, rank == last ? &other : &b, k == 2 ? NULL : "options", &d);
+    const char *name = k == 2 ? "schema" : "options";
+    snprintf(want, sizeof want,
+             "the ranks run different builds: rank 0 has %s (wire %d, plan %d, %s 00005c1e), "
+             "rank %d has %s (wire %d, plan %d, %s %08x)",
+             b.version, b.wire, b.plan_wire, name, last, other.version, other.wire, other.plan_wire,
+             name, (unsigned)other.schema);
+    ALL_INT_EQ(rc, size > 1 ? DBUF_EMISMATCH : 0);
+    ALL_STR_EQ(d.msg, size > 1 ? want : "");
+  }
+  /* A version longer than a record holds is cut to 63 bytes, on both sides. */
+  memset(other.version, 'v', sizeof other.version - 1);
+  other.version[sizeof other.version - 1] = '\0';
+  other.schema = b.schema;
+  ALL_INT_EQ(dbuf_comm_check_build(c, &other, NULL, &d), 0);
+  /* No record on the last rank: every rank fails, naming it. */
+  dbuf_diag_clear(&d);
+  ALL_INT_EQ(dbuf_comm_check_build(c, rank == last ? NULL : &b, NULL, &d), DBUF_EINVAL);
+  snprintf(want, sizeof want, "rank %d: no build to compare", last);
+  ALL_STR_EQ(d.msg, want);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
+/* The exchange is frozen: a rank that makes its documented calls by hand,
+ * as a build of another version would, meets the others' in the same
+ * calls and is named with its record. */
+START_TEST(test_check_build_frozen)
+{
+  dbuf_comm_t *c = world();
+  dbuf_comm_build_t b;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  ALL_INT_EQ(dbuf_comm_build_init(&b), 0);
+  int rc = 0;
+  const int odd = size - 1;
+  if (rank == odd && size > 1) {
+    unsigned char root[80], rec[80] = "9.9.9";
+    const unsigned char nums[12] = {7, 0, 0, 0, 8, 0, 0, 0, 0x01, 0xef, 0xcd, 0xab};
+    memcpy(rec + 64, nums, sizeof nums);
+    MPI_Comm comm = dbuf_comm_mpi(c);
+    int low[2] = {rank, INT_MAX};
+    int ok = MPI_Bcast(root, 80, MPI_BYTE, 0, comm) == MPI_SUCCESS &&
+             MPI_Allreduce(MPI_IN_PLACE, low, 2, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS &&
+             low[0] == odd && low[1] == INT_MAX &&
+             MPI_Bcast(rec, 80, MPI_BYTE, low[0], comm) == MPI_SUCCESS;
+    rc = ok && strcmp((char *)root, b.version) == 0 ? DBUF_EMISMATCH : DBUF_EINVAL;
+  } else {
+    rc = dbuf_comm_check_build(c, &b, NULL, &d);
+  }
+  ALL_INT_EQ(rc, size > 1 ? DBUF_EMISMATCH : 0);
+  char want[DBUF_DIAG_LEN];
+  snprintf(want, sizeof want, "rank %d has 9.9.9 (wire 7, plan 8, schema abcdef01)", odd);
+  if (size > 1 && rank != odd)
+    ALL_HAS(d.msg, want);
+  else
+    ALL_TRUE(1);
+  dbuf_comm_destroy(c);
+}
+END_TEST
+
 /* Without a context nothing is collective: every call refuses at once, on
  * whichever ranks make it (here all of them), and writes no output. */
 START_TEST(test_null_context)
@@ -928,6 +1019,9 @@ START_TEST(test_null_context)
   ALL_INT_EQ(dbuf_comm_verify_structure(NULL, l, 0, s, e, &v), DBUF_EINVAL);
   ALL_INT_EQ(dbuf_comm_verify_data(NULL, l, s, e, seg, 2, 4, &v), DBUF_EINVAL);
   ALL_INT_EQ(dbuf_comm_check_equal(NULL, 1, names, vals, &d), DBUF_EINVAL);
+  dbuf_comm_build_t b;
+  ALL_INT_EQ(dbuf_comm_build_init(&b), 0);
+  ALL_INT_EQ(dbuf_comm_check_build(NULL, &b, NULL, &d), DBUF_EINVAL);
   dbuf_layout_destroy(l);
 }
 END_TEST
@@ -1099,6 +1193,8 @@ main(int argc, char **argv)
   tcase_add_test(tc, test_null_outputs_agreed);
   tcase_add_test(tc, test_global_args);
   tcase_add_test(tc, test_check_equal);
+  tcase_add_test(tc, test_check_build);
+  tcase_add_test(tc, test_check_build_frozen);
   tcase_add_test(tc, test_mismatched_calls);
   tcase_add_test(tc, test_null_context);
   tcase_add_test(tc, test_bcast_positive_status);

@@ -67,7 +67,9 @@ typedef struct dbuf_comm dbuf_comm_t;
  * (out NULL, allocation) are agreed: a NULL out on one rank fails every rank
  * with DBUF_EINVAL, and nothing is left allocated on failure.  Only the
  * checks that leave nobody to agree with return at once: MPI not initialized
- * or finalized, comm MPI_COMM_NULL.
+ * or finalized, comm MPI_COMM_NULL.  Its calls (the duplication, one
+ * MPI_Allreduce of one int) are the same in every build: ranks of two
+ * builds meet first in dbuf_comm_check_build(), the call to make next.
  * \param[in]  comm  an intracommunicator (global)
  * \param[out] out   local: freed with dbuf_comm_destroy()
  * \return 0, DBUF_EINVAL (out NULL, MPI not initialized, MPI_COMM_NULL),
@@ -244,6 +246,62 @@ DBUF_EXPORT int dbuf_comm_share_plan(dbuf_comm_t *ctx, int root_rc, const char *
  */
 DBUF_EXPORT int dbuf_comm_announce_plan(dbuf_comm_t *ctx, const dbuf_tensors_t *tensors,
                                         dbuf_layout_kind_t kind);
+
+/* ------------------------------------------------------------------------ */
+/* Builds                                                                    */
+
+/** Room for a version string in a build record, its NUL included. */
+#define DBUF_COMM_BUILD_VERSION_LEN 64
+
+/** What one rank runs, as dbuf_comm_check_build() compares it.  Plain data. */
+typedef struct dbuf_comm_build {
+  /** The library's version string. */
+  char version[DBUF_COMM_BUILD_VERSION_LEN];
+  int wire;      /**< the layout message format, DBUF_WIRE_VERSION */
+  int plan_wire; /**< the plan message format, DBUF_WIRE_PLAN_VERSION */
+  /** The program's own, 0 unless it sets one: for example a hash of the
+   *  names of the options it compares. */
+  uint32_t schema;
+} dbuf_comm_build_t;
+
+/**
+ * \brief This library's build: its version (dbuf_version_string()) and the
+ * versions of the messages it exchanges, with schema 0.
+ *
+ * Not collective.
+ * \param[out] b  filled on success
+ * \return 0, DBUF_EINVAL (NULL)
+ */
+DBUF_EXPORT int dbuf_comm_build_init(dbuf_comm_build_t *b);
+
+/**
+ * \brief Check that every rank runs the same build: the same library version,
+ * message formats and program schema.
+ *
+ * Collective on the context's communicator.  Call it first on a new context,
+ * before anything whose shape a build may change is exchanged (the argument
+ * agreements, the plan and layout messages): ranks of two builds would meet
+ * there in calls of different shapes, and fail with DBUF_EINVAL or
+ * DBUF_EMISMATCH naming something else, or wait.  dbuf_comm_create() makes
+ * no such call.  This exchange is the same in every build, past and future:
+ * one broadcast of rank 0's record (the version string, cut to 63 bytes and
+ * padded, and the three numbers: 80 bytes), one MPI_Allreduce of two ints
+ * (the lowest rank whose record differs, the lowest rank without one) and,
+ * when a record differs, one broadcast of that rank's record.
+ * \param[in]  mine         local: this rank's build (dbuf_comm_build_init(),
+ *                          then the program's schema)
+ * \param[in]  schema_name  local, may be NULL ("schema"): what the schema is,
+ *                          for the message ("options")
+ * \param[out] diag         may be NULL: on DBUF_EMISMATCH, rank 0's build and
+ *   that of the lowest rank whose build differs, e.g. "the ranks run
+ *   different builds: rank 0 has 0.9.0 (wire 2, plan 2, options 5c1e0a3b),
+ *   rank 2 has 0.9.1 (wire 2, plan 2, options 5c1e0a3b)" (the schema in hex)
+ * \return 0; DBUF_EMISMATCH; DBUF_EINVAL (mine NULL on a rank: then on every
+ *   rank; NULL ctx: on the ranks that pass it) -- the same on every rank;
+ *   DBUF_EMPI (this rank's)
+ */
+DBUF_EXPORT int dbuf_comm_check_build(dbuf_comm_t *ctx, const dbuf_comm_build_t *mine,
+                                      const char *schema_name, dbuf_diag_t *diag);
 
 /* ------------------------------------------------------------------------ */
 /* Hosts and nodes                                                           */
