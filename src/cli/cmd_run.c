@@ -7,9 +7,10 @@
  * once; each rank allocates its segment in NUMA-bound memory, writes the
  * pattern and checks it; rank 0 prints the report.  Every failure is agreed,
  * so all ranks exit with the same code: 0 PASS, 1 FAIL or runtime error,
- * 2 bad usage or input.  Options must be equal on every rank and are
- * compared first.  Only rank 0 prints, except for a rank's own fatal MPI
- * start-up error and the --timeout watchdog, which ends the job from any rank.
+ * 2 bad usage or input.  Every rank must run the same build and be given
+ * the same options: both are compared first.  Only rank 0 prints, except
+ * for a rank's own fatal MPI start-up error and the --timeout watchdog,
+ * which ends the job from any rank.
  */
 #include "cli.h"
 #include "run_report.h"
@@ -22,6 +23,7 @@
 #include "dbuf/nodes.h"
 #include "dbuf/pattern.h"
 #include "dbuf/shapes_io.h"
+#include "dbuf/version.h"
 #include "dbuf/wire.h"
 
 #include <errno.h>
@@ -30,6 +32,7 @@
 #include <limits.h>
 #include <mpi.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,12 +310,31 @@ parse_opts(int argc, char **argv, run_opts_t *o)
 
 typedef struct {
   int shift, stale, corrupt, kill, flip, linger, rewrite; /* the rank to hit, or -1 */
+  int version, wire, options; /* the rank that claims another build, or -1 */
 } fault_t;
+
+static const struct {
+  const char *name;
+  size_t at; /* offsetof(fault_t, the rank) */
+} fault_names[] = {
+    {"shift", offsetof(fault_t, shift)},     {"stale", offsetof(fault_t, stale)},
+    {"corrupt", offsetof(fault_t, corrupt)}, {"kill", offsetof(fault_t, kill)},
+    {"flip", offsetof(fault_t, flip)},       {"linger", offsetof(fault_t, linger)},
+    {"rewrite", offsetof(fault_t, rewrite)}, {"version", offsetof(fault_t, version)},
+    {"wire", offsetof(fault_t, wire)},       {"options", offsetof(fault_t, options)}};
+#define NFAULTS (sizeof fault_names / sizeof fault_names[0])
+
+static int *
+fault_slot(fault_t *f, size_t i)
+{
+  return (int *)((char *)f + fault_names[i].at);
+}
 
 static int
 parse_faults(const char *spec, fault_t *f)
 {
-  f->shift = f->stale = f->corrupt = f->kill = f->flip = f->linger = f->rewrite = -1;
+  for (size_t i = 0; i < NFAULTS; i++)
+    *fault_slot(f, i) = -1;
   if (spec == NULL || *spec == '\0')
     return 0;
   char *copy = strdup(spec), *save = NULL;
@@ -326,25 +348,16 @@ parse_faults(const char *spec, fault_t *f)
     int *slot = NULL;
     if (colon != NULL) {
       *colon = '\0';
-      if (strcmp(tok, "shift") == 0)
-        slot = &f->shift;
-      else if (strcmp(tok, "stale") == 0)
-        slot = &f->stale;
-      else if (strcmp(tok, "corrupt") == 0)
-        slot = &f->corrupt;
-      else if (strcmp(tok, "kill") == 0)
-        slot = &f->kill;
-      else if (strcmp(tok, "flip") == 0)
-        slot = &f->flip;
-      else if (strcmp(tok, "linger") == 0)
-        slot = &f->linger;
-      else if (strcmp(tok, "rewrite") == 0)
-        slot = &f->rewrite;
+      for (size_t i = 0; i < NFAULTS && slot == NULL; i++)
+        if (strcmp(tok, fault_names[i].name) == 0)
+          slot = fault_slot(f, i);
     }
     if (slot == NULL || colon[1] == '\0' || *end != '\0' || r < 0 || r > INT_MAX) {
-      cli_err("DBUF_FAULT: '%s' is not a list of shift:R, stale:R, corrupt:R, kill:R, "
-              "flip:R, linger:R, rewrite:R",
-              spec);
+      char list[256] = "";
+      for (size_t i = 0, at = 0; i < NFAULTS; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s:R", i ? ", " : "",
+                               fault_names[i].name);
+      cli_err("DBUF_FAULT: '%s' is not a list of %s", spec, list);
       rc = CLI_EXIT_USAGE;
     } else {
       *slot = (int)r;
@@ -486,6 +499,45 @@ option_text(const run_opts_t *o, int size, opt_text_t *x, char **st)
   *st = join_values(p->safetensors, p->nsafetensors, " ");
 }
 
+/* The options agree_options() compares, in the order it gives their
+ * values; the last one only a rank hit by DBUF_FAULT=options:R compares, as
+ * a build with a longer list would. */
+static const char *const option_names[] = {
+    "option --check-inputs", "option --shapes",        "option --model",
+    "option --safetensors",  "option --order",         "option --dp",
+    "option --layout",       "option --block-size",    "option --owners",
+    "option --dtype",        "option --align-bytes",   "option --ranks-per-node",
+    "option --membind",      "option --membind-strict", "option --bind",
+    "option --lock",         "option --no-materialize", "option --report",
+    "option --timeout",      "option --layout-file",   "option --node-size",
+    "option --tp",           "option --pp",            "option --ep",
+    "option --expert-tp",    "option --stage",         "option --pp-layers",
+    "option --vocab-divisor", "option --naming", "option --units",
+    "option --dtype-map",    "option --force",         "option --load",
+    "option --io",           "option --fault-extra"};
+#define NOPTIONS ((int)(sizeof option_names / sizeof option_names[0]) - 1)
+
+/* The options this rank compares: NOPTIONS, one more on the rank that
+ * DBUF_FAULT=options:R hits. */
+static int
+options_compared(const fault_t *f, int rank)
+{
+  return NOPTIONS + (f->options == rank);
+}
+
+/* The option schema: a hash of the names of the n options compared, so
+ * that builds whose lists differ are told apart before the options are
+ * compared (dbuf_comm_check_equal() refuses vectors of different lengths
+ * with no word of why).  Computed from the list itself: no number to bump. */
+static uint32_t
+options_schema(int n)
+{
+  uint64_t h = 0;
+  for (int i = 0; i < n; i++) /* the NUL too: "ab", "c" is not "a", "bc" */
+    h = dbuf_hash64(option_names[i], strlen(option_names[i]) + 1, h);
+  return (uint32_t)(h ^ h >> 32);
+}
+
 /*
  * Every option that shapes the run must be the same on every rank (a rank
  * with another --dp would read past the layout's ranges, another --dtype past
@@ -493,9 +545,10 @@ option_text(const run_opts_t *o, int size, opt_text_t *x, char **st)
  * and the same value given explicitly agree; -q only silences progress.
  * With --check-inputs every rank reads its own --shapes or --safetensors and
  * the bytes are compared, so node-local copies may have other names.
+ * n: options_compared().
  */
 static int
-agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
+agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size, int n)
 {
   opt_text_t x;
   char *st = NULL, *dm = join_values(o->plan.dtype_map, o->plan.ndtype_map, ",");
@@ -505,19 +558,6 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
   option_text(o, size, &x, &st);
 #define ONOFF(x) ((x) ? "on" : "off")
   const char *by_content = "(compared by content: --check-inputs)";
-  const char *const names[] = {
-      "option --check-inputs", "option --shapes",        "option --model",
-      "option --safetensors",  "option --order",         "option --dp",
-      "option --layout",       "option --block-size",    "option --owners",
-      "option --dtype",        "option --align-bytes",   "option --ranks-per-node",
-      "option --membind",      "option --membind-strict", "option --bind",
-      "option --lock",         "option --no-materialize", "option --report",
-      "option --timeout",      "option --layout-file",   "option --node-size",
-      "option --tp",           "option --pp",            "option --ep",
-      "option --expert-tp",    "option --stage",         "option --pp-layers",
-      "option --vocab-divisor", "option --naming", "option --units",
-      "option --dtype-map",    "option --force",         "option --load",
-      "option --io"};
   const char *const values[] = {
       ONOFF(o->check_inputs),
       o->check_inputs && o->plan.shapes ? by_content : o->plan.shapes,
@@ -534,13 +574,13 @@ agree_options(dbuf_comm_t *ctx, const run_opts_t *o, int size)
       o->layout_file, nodesz, tp, pp, ep, etp, stage, ppl, vdiv,
       o->plan.par.naming == DBUF_NAMING_MEGATRON ? "megatron" : "hf",
       o->plan.units, o->plan.ndtype_map == 0 ? NULL : dm ? dm : "(out of memory)",
-      ONOFF(o->force), ONOFF(o->load), dbuf_io_name(o->io)};
+      ONOFF(o->force), ONOFF(o->load), dbuf_io_name(o->io), "on"};
 #undef ONOFF
-  _Static_assert(sizeof names / sizeof names[0] == sizeof values / sizeof values[0],
+  _Static_assert(sizeof option_names / sizeof option_names[0] == sizeof values / sizeof values[0],
                  "one value per option");
   dbuf_diag_t d;
   dbuf_diag_clear(&d);
-  int rc = dbuf_comm_check_equal(ctx, (int)(sizeof names / sizeof names[0]), names, values, &d);
+  int rc = dbuf_comm_check_equal(ctx, n, option_names, values, &d);
   free(st);
   free(dm);
   if (rc == 0)
@@ -731,21 +771,52 @@ note_singleton(const run_t *r)
                   "with 'mpirun -np 8 dbuf-shard'\n");
 }
 
+/* Every rank runs the same build: the library's version, its message
+ * formats and the options this program compares, checked before anything
+ * else is exchanged.  DBUF_FAULT=version:R, wire:R and options:R make rank
+ * R claim the next patch version, the next wire format, or one more
+ * option.  A CLI exit code, the same on every rank. */
+static int
+agree_build(run_t *r)
+{
+  dbuf_comm_build_t b;
+  dbuf_diag_t d;
+  dbuf_diag_clear(&d);
+  (void)dbuf_comm_build_init(&b);
+  b.schema = options_schema(options_compared(&r->fault, r->rank));
+  if (r->fault.version == r->rank)
+    snprintf(b.version, sizeof b.version, "%d.%d.%d", DBUF_VERSION_MAJOR, DBUF_VERSION_MINOR,
+             DBUF_VERSION_PATCH + 1);
+  if (r->fault.wire == r->rank)
+    b.wire++;
+  int rc = dbuf_comm_check_build(r->ctx, &b, "options", &d);
+  if (rc == DBUF_EMISMATCH)
+    cli_err("%s; every rank must run the same dbuf-shard", d.msg);
+  else if (rc != 0)
+    cli_err("%s", d.msg[0] != '\0' ? d.msg : dbuf_strerror(rc));
+  return cli_exit_code(rc);
+}
+
 /* Options: parsed by every rank, printed by rank 0, agreed -- first that
- * every rank could parse its own, then that they are all the same; then
- * --dp against the ranks and the --report folder. */
+ * every rank runs the same build, then that every rank could parse its
+ * own, then that they are all the same; then --dp against the ranks and
+ * the --report folder. */
 static int
 run_options(run_t *r, int argc, char **argv)
 {
   int code = parse_opts(argc, argv, &r->o);
-  if (code == 0)
-    code = parse_faults(getenv("DBUF_FAULT"), &r->fault);
+  if (code == 0 && (code = parse_faults(getenv("DBUF_FAULT"), &r->fault)) != 0)
+    parse_faults(NULL, &r->fault); /* none acts: the error is agreed below */
   if (cli_watchdog_start((double)r->o.timeout, r->rank, "start-up") != 0) {
     cli_err("rank %d: cannot start the --timeout watchdog", r->rank);
     code = CLI_EXIT_FAIL;
   }
+  int built = agree_build(r);
+  if (built != 0)
+    return built;
   if ((code = agree_exit_said(r->ctx, code)) != 0 ||
-      (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size))) != 0)
+      (code = agree_exit(r->ctx, agree_options(r->ctx, &r->o, r->size,
+                                               options_compared(&r->fault, r->rank)))) != 0)
     return code;
   note_singleton(r);
   /* The report is written at the end, by rank 0: a folder that is not there,

@@ -1,12 +1,13 @@
 #!/bin/bash
-# Fault tests of the MPI service: one rank given other options, a rank that
-# dies (with the launcher's abort-on-failure on and off), a rank slow to end
-# after MPI_Finalize, a rank that cannot allocate or lock its memory, rank 0
-# failing on its input (a missing file, a named pipe), inputs that differ
-# with --check-inputs, a --report folder that does not exist, a --report
-# FIFO that nobody reads, and rank 0's stdout on a full device.  Each must
-# end EVERY rank non-zero (linger: that rank only) within 20 s with one line
-# naming the rank or the option and the cause; no rank may wait forever.
+# Fault tests of the MPI service: one rank given other options, ranks that
+# claim other builds, a rank that dies (with the launcher's abort-on-failure
+# on and off), a rank slow to end after MPI_Finalize, a rank that cannot
+# allocate or lock its memory, rank 0 failing on its input (a missing file,
+# a named pipe), inputs that differ with --check-inputs, a --report folder
+# that does not exist, a --report FIFO that nobody reads, and rank 0's
+# stdout on a full device.  Each must end EVERY rank non-zero (linger: that
+# rank only) within 20 s with one line naming the rank or the option and
+# the cause; no rank may wait forever.
 # (Healthy, each case takes under a second here; 20 s leaves room for a
 # loaded host, and any wait on a watchdog or a timeout is far longer.)
 # Every mpirun runs under timeout.  Expected values come from the options
@@ -151,6 +152,51 @@ every_rank 0 "" "rank 1 giving the defaults explicitly"
 # -q only silences progress: it may differ.
 BASE_ARGS=$BASE ODD_RANKS=1 ODD_ARGS="--shapes $T/small.shapes" wrapped 2
 every_rank 0 "" "rank 1 without -q"
+# --- Ranks that run different builds ----------------------------------------
+# DBUF_FAULT=version:R, wire:R and options:R make rank R claim another
+# build: the next patch version, the next wire format version, or one more
+# option compared (as a build with a longer option list would).  The ranks
+# compare their builds before anything else: every rank exits 2, and one
+# line names rank 0's build and that of the lowest rank that differs.
+VERSION=$("$DBUF" --version | sed -n 's/^dbuf-shard //p')
+NEXT=$(awk -F. '{ printf "%d.%d.%d", $1, $2, $3 + 1 }' <<<"$VERSION")
+WIRE=$(sed -n 's/^#define DBUF_WIRE_VERSION \([0-9]*\)$/\1/p' "${top_srcdir:?}/include/dbuf/wire.h")
+PLAN=$(sed -n 's/^#define DBUF_WIRE_PLAN_VERSION \([0-9]*\)$/\1/p' "$top_srcdir/include/dbuf/wire.h")
+B="dbuf-shard: the ranks run different builds"
+SAME="every rank must run the same dbuf-shard"
+# build_of R: the build the last job's line names for rank R.
+build_of() { sed -n "s/^$B: .*rank $1 has \([^,]*, [^,]*, [^)]*)\).*/\1/p" <<<"$ERR"; }
+DBUF_FAULT=version:2 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+OURS=$(build_of 0)
+if [[ "$OURS" =~ ^"$VERSION (wire $WIRE, plan $PLAN, options "[0-9a-f]{8}")"$ ]]; then
+  pass "this build named as '$OURS'"
+else
+  fail "this build named as '$OURS', want '$VERSION (wire $WIRE, plan $PLAN, options XXXXXXXX)'"
+fi
+every_rank 2 "$B: rank 0 has $OURS, rank 2 has ${OURS/#$VERSION/$NEXT}; $SAME" \
+  "rank 2 claims version $NEXT"
+DBUF_FAULT=wire:2 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+every_rank 2 "$B: rank 0 has $OURS, rank 2 has ${OURS/(wire $WIRE,/(wire $((WIRE + 1)),}; $SAME" \
+  "rank 2 claims wire format $((WIRE + 1))"
+DBUF_FAULT=options:2 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+theirs=$(build_of 2)
+if [[ "$theirs" =~ ^"$VERSION (wire $WIRE, plan $PLAN, options "[0-9a-f]{8}")"$ ]] &&
+  [ "$theirs" != "$OURS" ]; then
+  every_rank 2 "$B: rank 0 has $OURS, rank 2 has $theirs; $SAME" "rank 2 compares one more option"
+else
+  fail "rank 2 compares one more option: rank 2's build '$theirs', want options other than in '$OURS'; exits '$EXITS', stderr '$ERR'"
+fi
+# Rank 0 differs from every other rank: rank 1 is named.
+DBUF_FAULT=version:0 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+every_rank 2 "$B: rank 0 has ${OURS/#$VERSION/$NEXT}, rank 1 has $OURS; $SAME" "rank 0 claims version $NEXT"
+# Two ranks differ: the lowest is named.
+DBUF_FAULT=options:2,version:1 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+every_rank 2 "$B: rank 0 has $OURS, rank 1 has ${OURS/#$VERSION/$NEXT}; $SAME" \
+  "ranks 1 and 2 claim other builds"
+# The same build everywhere (the fault names no rank of the job): the run goes on.
+DBUF_FAULT=version:3,wire:3,options:3 BASE_ARGS=$BASE ODD_RANKS=none ODD_ARGS='' wrapped 3
+every_rank 0 "" "the same build on every rank"
+
 # Another command on one rank (its help, a serial command): that rank ends
 # without starting MPI, and the others wait in MPI_Init, which no MPI call
 # can end: their watchdog does (phase MPI_Init).  Ranks 0 and 2 start
