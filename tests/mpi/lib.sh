@@ -26,11 +26,17 @@ MPI_TIMEOUT=120
 LIMIT=$((20 * TIME_SCALE))
 
 # mpirun_in SECS ARGS...: mpirun --oversubscribe ARGS... (more ranks than
-# cores), ended after SECS.
+# cores), ended after SECS: exit 124.  A launcher stuck after its ranks
+# have gone (Open MPI 4.1.4, abort on failure off) may outlive timeout's
+# SIGTERM: it is killed 5 s later, and that is reported as 124 too.
 mpirun_in() {
-  local secs=$1
+  local secs=$1 t0 code
   shift
-  timeout "$secs" "$MPIRUN" --oversubscribe "$@"
+  t0=$(date +%s)
+  timeout -k 5 "$secs" "$MPIRUN" --oversubscribe "$@"
+  code=$?
+  [ "$code" -eq 137 ] && [ $(($(date +%s) - t0)) -ge "$((secs + 5))" ] && code=124
+  return "$code"
 }
 # timed COMMAND...: runs COMMAND; sets CODE and SECS (whole seconds taken).
 timed() {

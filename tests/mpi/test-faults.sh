@@ -55,16 +55,17 @@ EOF
 chmod +x "$T/wrap.sh"
 export DBUF WRAP_DIR="$T"
 
-# wrapped NP: runs the wrapper on NP ranks; sets CODE and JOB_SECS (mpirun's
-# exit code and whole seconds), SECS (whole seconds from the last rank's
-# start to the last rank's exit; a rank that wrote no time counts as the whole
-# job), ERR (dbuf-shard's lines only), EXITS (every rank's exit code, "-" for
-# a rank that wrote none).
+# wrapped NP: runs the wrapper on NP ranks (mpirun cut after WRAP_SECS, 60
+# by default); sets CODE and JOB_SECS (mpirun's exit code and whole
+# seconds), SECS (whole seconds from the last rank's start to the last
+# rank's exit; a rank that wrote no time counts as the whole job), ERR
+# (dbuf-shard's lines only), EXITS (every rank's exit code, "-" for a rank
+# that wrote none).
 wrapped() {
   local np=$1 r t0 t begin last
   rm -f "$T"/exit.* "$T"/start.* "$T"/end.*
   t0=$(date +%s%N)
-  timed mpirun_in 60 -np "$np" "$T/wrap.sh" >"$T/stdout" 2>"$T/stderr.all"
+  timed mpirun_in "${WRAP_SECS:-60}" -np "$np" "$T/wrap.sh" >"$T/stdout" 2>"$T/stderr.all"
   JOB_SECS=$SECS
   grep '^dbuf-shard: ' "$T/stderr.all" >"$T/stderr"
   ERR=$(cat "$T/stderr")
@@ -239,6 +240,38 @@ if [ "$CODE" -ne 0 ] && [ "$CODE" -ne 124 ] && [ "$SECS" -le "$LIMIT" ] &&
   pass "rank 1 killed, abort off: the watchdog ended the job ($CODE) in ${SECS}s: $(head -1 "$T/stderr")"
 else
   fail "rank 1 killed, abort off, --timeout 3: exit $CODE after ${SECS}s"
+  sed 's/^/    /' "$T/stderr.all" | head -20
+fi
+
+# Killed inside MPI_Init, abort on failure off: depending on when rank 1
+# dies, mpirun ends the other ranks itself (rank 1 "exiting improperly"),
+# or they wait in MPI_Init and each one's watchdog ends it (exit 1).  Either
+# way no rank is left: checked are the ranks' exits and that no process of
+# the job is left within LIMIT.  mpirun itself may not return, even once
+# every rank has ended (Open MPI 4.1.4's launcher; a plain job whose process
+# kills itself hangs it too): it is cut after 10 s here.
+tmo=$((3 * TIME_SCALE))
+odd="--shapes $T/small.shapes --timeout $tmo"
+OMPI_MCA_orte_abort_on_non_zero_status=0 WRAP_SECS=$((10 * TIME_SCALE)) BASE_ARGS="-q $odd" \
+  ODD_RANKS=1 ODD_PREFIX="timeout -s KILL 0.1" ODD_ARGS="-q $odd" wrapped 3
+left=1
+for _ in $(seq 1 $((2 * LIMIT - 2 * JOB_SECS))); do
+  pgrep -f -- "$odd" >/dev/null || { left=0; break; }
+  sleep 0.5
+done
+# Ranks 0 and 2: each exit 1 with its watchdog's line, or ended by mpirun
+# (no exit written, and mpirun's "exiting improperly").
+read -r e0 e1 e2 <<<"$EXITS"
+own=0 ended=0 bad=0
+for e in "$e0" "$e2"; do
+  case "$e" in 1) own=$((own + 1)) ;; -) ended=$((ended + 1)) ;; *) bad=1 ;; esac
+done
+[ "$(grep -c "^dbuf-shard: rank [02]: timeout after $tmo s in phase " "$T/stderr")" = "$own" ] || bad=1
+[ "$ended" = 0 ] || grep -q "exiting improperly" "$T/stderr.all" || bad=1
+if [ "$e1" = 137 ] && [ "$bad" = 0 ] && [ "$left" = 0 ]; then
+  pass "rank 1 killed in MPI_Init, abort off: $own ended by their watchdogs, $ended by mpirun (mpirun $([ "$CODE" = 124 ] && echo "did not return, cut at ${JOB_SECS}s" || echo "exit $CODE in ${JOB_SECS}s"))"
+else
+  fail "rank 1 killed in MPI_Init, abort off: exits '$EXITS' in ${SECS}s, processes left: $left, mpirun $CODE in ${JOB_SECS}s, stderr '$ERR'"
   sed 's/^/    /' "$T/stderr.all" | head -20
 fi
 
