@@ -1,6 +1,6 @@
 #!/bin/bash
 # Installs the build into a staging folder (make install DESTDIR=...), checks
-# that every promised file is there, then builds the README's C examples
+# that every promised file is there, then builds the C examples of docs/library.md
 # against the installed libraries and runs them: the planning example with
 # `pkg-config --cflags --libs dbuf` (libdbuf alone: it must load neither MPI
 # nor hwloc), and, in a build with MPI, the MPI example with `pkg-config
@@ -43,29 +43,29 @@ done
 export PKG_CONFIG_PATH="$stage/pc"
 
 # example NAME MARKER PKG: the C program between <!-- MARKER:begin --> and
-# <!-- MARKER:end --> in the README, built with pkg-config PKG into
+# <!-- MARKER:end --> in docs/library.md, built with pkg-config PKG into
 # $stage/NAME.  Returns 1 (with the failure counted) when it cannot.
 example() {
   local name=$1 marker=$2 pkg=$3
-  sed -n "/^<!-- $marker:begin -->\$/,/^<!-- $marker:end -->\$/p" "$top/README.md" |
+  sed -n "/^<!-- $marker:begin -->\$/,/^<!-- $marker:end -->\$/p" "$top/docs/library.md" |
     sed '1,2d;$d' | sed '$d' >"$stage/$name.c"
   if [ "$(wc -l <"$stage/$name.c")" -lt 10 ]; then
-    bad "README $marker not found"
+    bad "docs/library.md $marker not found"
     return 1
   fi
   # shellcheck disable=SC2046 # pkg-config prints several words
   if cc -std=c11 -Wall -Werror -o "$stage/$name" "$stage/$name.c" \
        $(pkg-config --cflags --libs "$pkg") 2>"$stage/cc.log"; then
-    ok "README $marker builds with pkg-config --cflags --libs $pkg"
+    ok "docs/library.md $marker builds with pkg-config --cflags --libs $pkg"
   else
-    cat "$stage/cc.log"; bad "README $marker build"
+    cat "$stage/cc.log"; bad "docs/library.md $marker build"
     return 1
   fi
 }
 
 if example plan example dbuf; then
   out=$(LD_LIBRARY_PATH="$root/lib" "$stage/plan" 2>&1) || true
-  # Expected output derived by hand from the seed example (README).
+  # Expected output derived by hand from the seed example (docs/library.md).
   want='size 60, chunk 12
 rank 0 [0, 12): P0 rows 0..1
 rank 1 [12, 24): P1 rows 0..2
@@ -73,7 +73,7 @@ rank 2 [24, 36): P1 rows 3..3 P3 rows 0..0 P2 rows 0..0
 rank 3 [36, 48): P2 rows 1..3
 rank 4 [48, 60): P4 rows 0..0
 valid'
-  if [ "$out" = "$want" ]; then ok "README example output"; else bad "README example output: $out"; fi
+  if [ "$out" = "$want" ]; then ok "docs/library.md example output"; else bad "docs/library.md example output: $out"; fi
   if LD_LIBRARY_PATH="$root/lib" ldd "$stage/plan" | grep -Eq 'libmpi|libhwloc|libopen-pal'; then
     bad "the planning example loads MPI or hwloc: $(LD_LIBRARY_PATH="$root/lib" ldd "$stage/plan" | tr '\n' ' ')"
   else
@@ -89,7 +89,7 @@ if [ "$with_mpi" = yes ] && example mpi example-mpi dbuf-mpi; then
   # The seed's 52 elements in chunks of lcm(6, 4, 4, 2, 6) = 12, padded to
   # 3 chunks on each of 2 ranks; "pack:2 numa:2" has 4 NUMA nodes.
   want='2 ranks, 72 elements, verified; 4 NUMA nodes'
-  if [ "$out" = "$want" ]; then ok "README MPI example output"; else bad "README MPI example output: $out"; fi
+  if [ "$out" = "$want" ]; then ok "docs/library.md MPI example output"; else bad "docs/library.md MPI example output: $out"; fi
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
