@@ -151,15 +151,15 @@ warn "dp 8 > 4 rows with --node-size: each warning once" "dbuf-shard: warning: d
 dbuf-shard: warning: padding is 50.00% of the buffer (16 of 32 elements); --layout unpadded has none" \
   plan --shapes "$T/r4" --dp 8 --node-size 4
 
-# ---- what a one-machine user needs, first in the README's run section and
-# in the man page's ENVIRONMENT and EXAMPLES ----
-first=$(sed -n '/^### Run under mpirun/,/^#### The service/p' "$SRC/README.md")
+# ---- what a one-machine user needs, in the README's one-host MPI section
+# and in the man page's ENVIRONMENT and EXAMPLES ----
+first=$(sed -n '/^## One-host MPI environment/,/^## Building by hand/p' "$SRC/README.md")
 env_man=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH EXIT STATUS/p' "$SRC/dbuf-shard.1")
 ex_man=$(sed -n '/^\.SH EXAMPLES/,/^\.SH SEE ALSO/p' "$SRC/dbuf-shard.1")
 for w in OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=lo \
          OMPI_MCA_oob_tcp_if_include=lo --oversubscribe dbuf-fake-rsh; do
-  grep -qF -- "$w" <<<"$first" && pass "README run section starts with $w" ||
-    fail "README: $w is not in the run section's first part"
+  grep -qF -- "$w" <<<"$first" && pass "README one-host MPI section has $w" ||
+    fail "README: $w is not in the one-host MPI section"
   esc=$(sed 's/-/\\-/g' <<<"$w")
   grep -qF -e "$w" -e "$esc" <<<"$env_man$ex_man" && pass "man ENVIRONMENT/EXAMPLES: $w" ||
     fail "man: $w is in neither ENVIRONMENT nor EXAMPLES"
