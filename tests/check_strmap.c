@@ -150,6 +150,42 @@ START_TEST(test_sb_formats)
 }
 END_TEST
 
+/* The one name check of tensors and units: what is wrong, and where. */
+START_TEST(test_name_check)
+{
+  static const struct {
+    const char *name;
+    dbuf__name_fault_t want;
+    size_t at;
+  } cases[] = {
+      {"model.layers.0.weight", DBUF__NAME_OK, 0},
+      {"\xc3\xa9t\xc3\xa9.\xf0\x9f\x98\x80", DBUF__NAME_OK, 0},
+      {"q\"uote\\back~", DBUF__NAME_OK, 0},
+      {"", DBUF__NAME_EMPTY, 0},
+      {"ab c", DBUF__NAME_BLANK, 2},
+      {"ab\x7f", DBUF__NAME_BLANK, 2},
+      {"\xc3\xa9\x01", DBUF__NAME_BLANK, 2},
+      {"\xc3\xa9\xa9", DBUF__NAME_NOT_UTF8, 2},
+      {"abcdefgh\xc3", DBUF__NAME_NOT_UTF8, 8}, /* cut at the end */
+      {"\xe0\x80\x80", DBUF__NAME_NOT_UTF8, 0}, /* overlong */
+      {"\xed\xbf\xbf", DBUF__NAME_NOT_UTF8, 0}, /* a surrogate */
+      {"\xf5\x80\x80\x80", DBUF__NAME_NOT_UTF8, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t at = 99;
+    dbuf__name_fault_t f = dbuf__name_check(cases[i].name, strlen(cases[i].name), &at);
+    ck_assert_msg(f == cases[i].want, "case %zu: %d", i, (int)f);
+    if (f != DBUF__NAME_OK && f != DBUF__NAME_EMPTY)
+      ck_assert_uint_eq(at, cases[i].at);
+  }
+  /* Bounded by its length: a sequence cut by it is not UTF-8. */
+  ck_assert_int_eq(dbuf__name_check("a\xc3\xa9", 2, NULL), DBUF__NAME_NOT_UTF8);
+  ck_assert_uint_eq(dbuf__utf8_len((const unsigned char *)"\xf0\x9f\x98\x80", 3), 0);
+  ck_assert_uint_eq(dbuf__utf8_len((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
+  ck_assert_str_eq(dbuf__name_fault_str(DBUF__NAME_NOT_UTF8), "is not UTF-8");
+}
+END_TEST
+
 /* A dropped index: the map answers nothing until one is built; a built
  * view answers as the indexed map did; the next add rebuilds one itself.
  * Tags in 32-bit slots: 3000 keys (4096 slots, 12 id bits, 20 tag bits). */
@@ -257,6 +293,7 @@ main(void)
   tcase_add_test(tc, test_edge_keys);
   tcase_add_test(tc, test_shape_str);
   tcase_add_test(tc, test_sb_formats);
+  tcase_add_test(tc, test_name_check);
   tcase_add_test(tc, test_index_drop_and_build);
   tcase_add_test(tc, test_check_as_keys_come);
   suite_add_tcase(s, tc);

@@ -142,6 +142,29 @@ int dbuf__input_open(const char *path, int64_t max_bytes, int *fd,
 #define DBUF__SHAPE_STR_LEN (21 * 16 + 1) /* 16 dims of 20 digits and an x */
 int dbuf__shape_str(const int64_t *dims, int ndim, char *buf, size_t len);
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * form, no surrogate, nothing past U+10FFFF) within avail bytes, or 0. */
+size_t dbuf__utf8_len(const unsigned char *p, size_t avail);
+/* All of p[0, n) printable ASCII ('!' to '~'): a name with nothing to check. */
+int dbuf__ascii_graph(const unsigned char *p, size_t n);
+
+/*
+ * Names (of tensors and units) are non-empty UTF-8 without blanks or
+ * control characters: they are written into JSON, which holds no other
+ * bytes, and into lines of blank-separated fields.  dbuf__name_check()
+ * says what is wrong with len bytes of name, and *at (when not NULL and
+ * the name is not empty) where: the offset of the first bad byte.
+ */
+typedef enum {
+  DBUF__NAME_OK = 0,
+  DBUF__NAME_EMPTY,
+  DBUF__NAME_NOT_UTF8, /* a byte outside every well-formed sequence */
+  DBUF__NAME_BLANK     /* a space or ASCII control character, NUL included */
+} dbuf__name_fault_t;
+dbuf__name_fault_t dbuf__name_check(const char *name, size_t len, size_t *at);
+/* "is empty", "is not UTF-8", "has a blank or control character". */
+const char *dbuf__name_fault_str(dbuf__name_fault_t f);
+
 /* Give back the unused capacity of a list's arrays (not of a shared one). */
 struct dbuf_tensors;
 void dbuf__tensors_trim(struct dbuf_tensors *t);

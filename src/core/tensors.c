@@ -587,77 +587,12 @@ dbuf_tensors_reserve(dbuf_tensors_t *t, int64_t n)
   return rc;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF), or 0. */
-static int
-utf8_len(const unsigned char *p)
-{
-  int n;
-  unsigned lo = 0x80, hi = 0xbf;
-  if (p[0] < 0x80)
-    return 1;
-  if (p[0] >= 0xc2 && p[0] <= 0xdf)
-    n = 2;
-  else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-    n = 3;
-    lo = p[0] == 0xe0 ? 0xa0 : 0x80;
-    hi = p[0] == 0xed ? 0x9f : 0xbf;
-  } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-    n = 4;
-    lo = p[0] == 0xf0 ? 0x90 : 0x80;
-    hi = p[0] == 0xf4 ? 0x8f : 0xbf;
-  } else
-    return 0;
-  if (p[1] < lo || p[1] > hi)
-    return 0;
-  for (int k = 2; k < n; k++)
-    if (p[k] < 0x80 || p[k] > 0xbf)
-      return 0;
-  return n;
-}
-
-/* All of p[0, n) printable ASCII ('!' to '~'), 8 bytes a step: a high
- * bit where a byte is below '!' (0x21) or above '~' (0x7e), the "has less"
- * and "has more" word tests. */
-static int
-ascii_graph(const unsigned char *p, size_t n)
-{
-  const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones << 7;
-  uint64_t bad = 0;
-  size_t i = 0;
-  for (; n >= 8;) {
-    uint64_t w;
-    if (i + 8 > n)
-      i = n - 8; /* the last 8 bytes, some of them seen already */
-    memcpy(&w, p + i, 8);
-    bad |= ((w - ones * 0x21) & ~w) | ((w + ones * (127 - 0x7e)) | w);
-    if ((i += 8) == n)
-      break;
-  }
-  bad &= highs;
-  for (; i < n; i++) /* fewer than 8 bytes */
-    bad |= (unsigned)(p[i] - 0x21u) >= 0x5eu;
-  return !bad;
-}
-
 /* Names are UTF-8 (they are written into JSON, which cannot hold other
- * bytes) without spaces or control characters.  Most names are printable
- * ASCII, which one branch-free pass proves. */
+ * bytes) without spaces or control characters (dbuf__name_check). */
 static int
 name_ok(const char *name, size_t len)
 {
-  const unsigned char *p = (const unsigned char *)name;
-  if (len == 0)
-    return 0;
-  if (ascii_graph(p, len))
-    return 1;
-  for (const unsigned char *e = p + len; p < e;) {
-    int n = utf8_len(p);
-    if (n == 0 || (n == 1 && (*p <= ' ' || *p == 0x7f)))
-      return 0;
-    p += n;
-  }
-  return 1;
+  return dbuf__name_check(name, len, NULL) == DBUF__NAME_OK;
 }
 
 /* The checks of an add that do not depend on the list, in the order of
@@ -962,7 +897,7 @@ dbuf__tensors_add_front(dbuf_tensors_t *t, size_t pre, const char *suf, size_t s
       (uint64_t)len < (uint64_t)(m->keys_cap - m->keys_len) &&
       (uint64_t)m->keys_len + len + 1 <= UINT32_MAX &&
       (pre == 0 || (unsigned char)prev[pre - 1] < 0x80) &&
-      ascii_graph((const unsigned char *)suf, suflen) && atomic_load(&t->sh->refs) == 1) {
+      dbuf__ascii_graph((const unsigned char *)suf, suflen) && atomic_load(&t->sh->refs) == 1) {
     char *key = m->keys + m->keys_len; /* prev ends before it: no overlap */
     memcpy(key, prev, pre);
     memcpy(key + pre, suf, suflen);
