@@ -215,6 +215,20 @@ START_TEST(test_escape_and_diag)
   ck_assert_uint_eq(dbuf_escape_ctl(NULL, 0, "\t"), 4);
   ck_assert_uint_eq(dbuf_escape_ctl(out, sizeof out, NULL), 0);
   ck_assert_str_eq(out, "");
+  /* Bytes outside UTF-8 (a lone 0xff, a cut sequence, an overlong '/', a
+   * surrogate) are escaped one by one; characters are copied whole, and
+   * never cut. */
+  ck_assert_uint_eq(dbuf_escape_ctl(out, sizeof out, "\377a\303"), 9);
+  ck_assert_str_eq(out, "\\xffa\\xc3");
+  ck_assert_uint_eq(dbuf_escape_ctl(out, sizeof out,
+                                    "\xc0\xaf"
+                                    "\xed\xa0\x80"),
+                    20);
+  ck_assert_str_eq(out, "\\xc0\\xaf\\xed"); /* whole escapes only */
+  ck_assert_uint_eq(dbuf_escape_ctl(out, sizeof out, "\xc3\xa9\xf0\x9f\x98\x80"), 6);
+  ck_assert_str_eq(out, "\xc3\xa9\xf0\x9f\x98\x80");
+  ck_assert_uint_eq(dbuf_escape_ctl(out, 4, "ab\xc3\xa9"), 4);
+  ck_assert_str_eq(out, "ab");
   dbuf_diag_t d = {DBUF_EIO, "x"};
   dbuf_diag_clear(&d);
   ck_assert_int_eq(d.code, 0);

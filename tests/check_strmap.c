@@ -150,6 +150,35 @@ START_TEST(test_sb_formats)
 }
 END_TEST
 
+/* JSON strings are valid whatever they are given: UTF-8 passes, control
+ * characters are \u00NN, and a byte outside UTF-8 (JSON has no escape for
+ * one) is the text \xNN. */
+START_TEST(test_sb_json_utf8)
+{
+  static const struct {
+    const char *in, *want;
+  } cases[] = {
+      {"\xc3\xa9t\xc3\xa9.\xe5\xb1\xa4.\xf0\x9f\x98\x80",
+       "\"\xc3\xa9t\xc3\xa9.\xe5\xb1\xa4.\xf0\x9f\x98\x80\""},
+      {"a\377b", "\"a\\\\xffb\""},
+      {"cut\xc3", "\"cut\\\\xc3\""},
+      {"\xc0\xaf", "\"\\\\xc0\\\\xaf\""},                       /* overlong '/' */
+      {"\xed\xa0\x80", "\"\\\\xed\\\\xa0\\\\x80\""},            /* a surrogate */
+      {"\xf4\x90\x80\x80", "\"\\\\xf4\\\\x90\\\\x80\\\\x80\""}, /* past U+10FFFF */
+      {"\x7f\"\x01", "\"\x7f\\\"\\u0001\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    dbuf__sb_t b = DBUF__SB_INIT;
+    char *text;
+    size_t len;
+    dbuf__sb_json_string(&b, cases[i].in);
+    ck_assert_int_eq(dbuf__sb_finish(&b, &text, &len), 0);
+    ck_assert_msg(strcmp(text, cases[i].want) == 0, "case %zu: %s", i, text);
+    free(text);
+  }
+}
+END_TEST
+
 /* The one name check of tensors and units: what is wrong, and where. */
 START_TEST(test_name_check)
 {
@@ -293,6 +322,7 @@ main(void)
   tcase_add_test(tc, test_edge_keys);
   tcase_add_test(tc, test_shape_str);
   tcase_add_test(tc, test_sb_formats);
+  tcase_add_test(tc, test_sb_json_utf8);
   tcase_add_test(tc, test_name_check);
   tcase_add_test(tc, test_index_drop_and_build);
   tcase_add_test(tc, test_check_as_keys_come);

@@ -110,8 +110,10 @@ DBUF_EXPORT void dbuf_diag_clear(dbuf_diag_t *diag);
 
 /**
  * \brief Copy src into dst (len bytes, always NUL-terminated when len > 0)
- * with every control byte (0x00-0x1f, 0x7f) written as the four characters
- * \xNN, so that text read from a file stays one printable line.  Every
+ * with every control byte (0x00-0x1f, 0x7f), and every byte that is not
+ * part of a well-formed UTF-8 character, written as the four characters
+ * \xNN, so that text read from a file stays one printable line of UTF-8
+ * (JSON can carry it).  Characters are never cut by the truncation.  Every
  * diagnostic of the library is passed through it.  Not collective.
  * \return the length of the escaped string before truncation
  */

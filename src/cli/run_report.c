@@ -24,6 +24,26 @@ fmt_ranks(char *buf, size_t len, const int *r, int n)
   return buf;
 }
 
+/* A JSON string of any text (jansson takes UTF-8 only): text from outside
+ * (paths, host names, the --units argument, messages quoting an input)
+ * with its bytes that are not UTF-8 written as \xNN (dbuf_escape_ctl).
+ * NULL only out of memory, which makes the json_pack() it goes into fail. */
+static json_t *
+jstr(const char *s)
+{
+  json_t *v = json_string(s);
+  if (v != NULL || s == NULL)
+    return v;
+  size_t n = dbuf_escape_ctl(NULL, 0, s) + 1;
+  char *e = malloc(n);
+  if (e != NULL) {
+    dbuf_escape_ctl(e, n, s);
+    v = json_string(e);
+  }
+  free(e);
+  return v;
+}
+
 static const char *
 tensor_name(const dbuf_layout_t *l, int64_t t)
 {
@@ -114,11 +134,11 @@ cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n)
     json_t *ranks = json_array();
     for (int k = 0; k < in.nranks; k++)
       json_array_append_new(ranks, json_integer(in.ranks[k]));
-    json_array_append_new(
-        nodes, json_pack("{s:s, s:i, s:o, s:b, s:I, s:I, s:I, s:I}", "host", in.name, "node", i,
-                         "ranks", ranks, "contiguous", in.contiguous, "offset",
-                         (json_int_t)in.first, "end", (json_int_t)in.end, "elements",
-                         (json_int_t)in.elements, "bytes", (json_int_t)in.bytes));
+    json_array_append_new(nodes, json_pack("{s:o, s:i, s:o, s:b, s:I, s:I, s:I, s:I}", "host",
+                                           jstr(in.name), "node", i, "ranks", ranks, "contiguous",
+                                           in.contiguous, "offset", (json_int_t)in.first, "end",
+                                           (json_int_t)in.end, "elements", (json_int_t)in.elements,
+                                           "bytes", (json_int_t)in.bytes));
   }
   for (int64_t i = 0; i < dbuf_nodes_ncrossing(n); i++) {
     dbuf_node_crossing_t cr;
@@ -128,17 +148,17 @@ cli_nodes_json(const dbuf_layout_t *l, const dbuf_nodes_t *n)
       const dbuf_node_side_t *sd = &cr.sides[s];
       dbuf_node_info_t in;
       dbuf_nodes_info(n, sd->node, &in);
-      json_array_append_new(
-          sides, json_pack("{s:s, s:i, s:i, s:i, s:I, s:I, s:I}", "host", in.name, "node",
-                           sd->node, "first_rank", sd->first_rank, "last_rank", sd->last_rank,
-                           "first_row", (json_int_t)sd->first_row, "rows",
-                           (json_int_t)sd->rows, "elements", (json_int_t)sd->nelems));
+      json_array_append_new(sides,
+                            json_pack("{s:o, s:i, s:i, s:i, s:I, s:I, s:I}", "host", jstr(in.name),
+                                      "node", sd->node, "first_rank", sd->first_rank, "last_rank",
+                                      sd->last_rank, "first_row", (json_int_t)sd->first_row, "rows",
+                                      (json_int_t)sd->rows, "elements", (json_int_t)sd->nelems));
     }
     json_array_append_new(
-        cross, json_pack("{s:I, s:s, s:I, s:o}", "tensor", (json_int_t)cr.tensor, "name",
-                         tensor_name(l, cr.tensor), "rows",
-                         (json_int_t)dbuf_tensors_rows(dbuf_layout_tensors(l), cr.tensor),
-                         "sides", sides));
+        cross, json_pack("{s:I, s:o, s:I, s:o}", "tensor", (json_int_t)cr.tensor, "name",
+                         jstr(tensor_name(l, cr.tensor)), "rows",
+                         (json_int_t)dbuf_tensors_rows(dbuf_layout_tensors(l), cr.tensor), "sides",
+                         sides));
   }
   return json_pack("{s:o, s:o}", "nodes", nodes, "crossing", cross);
 }
@@ -380,8 +400,8 @@ pos_json(const dbuf_layout_t *l, int64_t t, int64_t row)
 {
   if (t < 0)
     return json_null();
-  return json_pack("{s:I, s:s, s:I}", "tensor", (json_int_t)t, "name", tensor_name(l, t), "row",
-                   (json_int_t)row);
+  return json_pack("{s:I, s:o, s:I}", "tensor", (json_int_t)t, "name", jstr(tensor_name(l, t)),
+                   "row", (json_int_t)row);
 }
 
 static char *dump_doc(json_t *doc);
@@ -394,9 +414,9 @@ problems_json(const run_summary_t *s)
   json_t *a = json_array();
   if (s->nproblem_lines > 0) {
     for (int64_t i = 0; i < s->nproblem_lines; i++)
-      json_array_append_new(a, json_string(s->problem_lines[i]));
+      json_array_append_new(a, jstr(s->problem_lines[i]));
   } else if (!s->pass && s->message != NULL && s->message[0] != '\0') {
-    json_array_append_new(a, json_string(s->message));
+    json_array_append_new(a, jstr(s->message));
   }
   return a;
 }
@@ -423,18 +443,18 @@ plan_json(const run_summary_t *s)
   char dig[32];
   snprintf(dig, sizeof dig, "%016" PRIx64, s->digest);
   json_t *plan = json_pack(
-      "{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:s}",
-      "source", s->report.source, "layout", dbuf_layout_kind_name(dbuf_layout_kind(l)), "dp",
-      dbuf_layout_nranks(l), "nranks", s->nranks, "segments_per_rank", s->per_rank,
-      "block_size", (json_int_t)dbuf_layout_block_size(l), "chunk_size",
-      (json_int_t)dbuf_layout_chunk_size(l), "tensors", (json_int_t)tot.tensors, "size",
-      (json_int_t)tot.elements, "logical", (json_int_t)tot.logical, "padding",
-      (json_int_t)tot.padding, "dtype", dtype, "elem_size", (json_int_t)es, "bytes",
-      (json_int_t)tot.bytes, "split_tensors", (json_int_t)tot.split, "checksum", dig);
+      "{s:o, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:s}", "source",
+      jstr(s->report.source), "layout", dbuf_layout_kind_name(dbuf_layout_kind(l)), "dp",
+      dbuf_layout_nranks(l), "nranks", s->nranks, "segments_per_rank", s->per_rank, "block_size",
+      (json_int_t)dbuf_layout_block_size(l), "chunk_size", (json_int_t)dbuf_layout_chunk_size(l),
+      "tensors", (json_int_t)tot.tensors, "size", (json_int_t)tot.elements, "logical",
+      (json_int_t)tot.logical, "padding", (json_int_t)tot.padding, "dtype", dtype, "elem_size",
+      (json_int_t)es, "bytes", (json_int_t)tot.bytes, "split_tensors", (json_int_t)tot.split,
+      "checksum", dig);
   if (s->nbuffers > 1) {
     json_object_set_new(plan, "chunk_size", json_null());
     json_object_set_new(plan, "buffers", json_integer((json_int_t)s->nbuffers));
-    json_object_set_new(plan, "units", json_string(s->units));
+    json_object_set_new(plan, "units", jstr(s->units));
   }
   return plan;
 }
@@ -453,16 +473,16 @@ buffers_json(const run_summary_t *s)
     snprintf(dig, sizeof dig, "%016" PRIx64, b->digest);
     json_t *nodes = cli_nodes_json(b->l, b->nodes);
     json_t *o = json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:o, s:I, s:s, "
+        "{s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:o, s:I, s:o, "
         "s:O}",
-        "unit", b->unit, "dtype", b->dtype, "elem_size", (json_int_t)b->elem_size, "tensors",
-        (json_int_t)x.tensors, "block_size", (json_int_t)dbuf_layout_block_size(b->l),
-        "chunk_size", (json_int_t)dbuf_layout_chunk_size(b->l), "size", (json_int_t)x.elements,
-        "logical", (json_int_t)x.logical, "padding", (json_int_t)x.padding, "bytes",
-        (json_int_t)x.bytes, "split_tensors", (json_int_t)x.split, "checksum", dig, "structure",
+        "unit", jstr(b->unit), "dtype", b->dtype, "elem_size", (json_int_t)b->elem_size, "tensors",
+        (json_int_t)x.tensors, "block_size", (json_int_t)dbuf_layout_block_size(b->l), "chunk_size",
+        (json_int_t)dbuf_layout_chunk_size(b->l), "size", (json_int_t)x.elements, "logical",
+        (json_int_t)x.logical, "padding", (json_int_t)x.padding, "bytes", (json_int_t)x.bytes,
+        "split_tensors", (json_int_t)x.split, "checksum", dig, "structure",
         b->structure_ok ? "PASS" : "FAIL", "data",
         b->data_ok < 0 ? json_null() : json_string(b->data_ok ? "PASS" : "FAIL"), "problem_count",
-        (json_int_t)b->problems, "message", b->message ? b->message : "", "crossing",
+        (json_int_t)b->problems, "message", jstr(b->message ? b->message : ""), "crossing",
         json_object_get(nodes, "crossing"));
     json_decref(nodes);
     json_array_append_new(a, o);
@@ -486,8 +506,8 @@ nodes_json_buffers(const run_summary_t *s, json_t **nodes, json_t **cross)
     json_t *ranks = json_array();
     for (int k = 0; k < in.nranks; k++)
       json_array_append_new(ranks, json_integer(in.ranks[k]));
-    json_array_append_new(*nodes, json_pack("{s:s, s:i, s:o, s:I, s:I}", "host", in.name, "node",
-                                            i, "ranks", ranks, "elements", (json_int_t)el,
+    json_array_append_new(*nodes, json_pack("{s:o, s:i, s:o, s:I, s:I}", "host", jstr(in.name),
+                                            "node", i, "ranks", ranks, "elements", (json_int_t)el,
                                             "bytes", (json_int_t)by));
   }
   for (int64_t k = 0; k < s->nbuffers; k++) {
@@ -508,7 +528,7 @@ load_json(const run_summary_t *s, const run_rank_rec_t *recs)
   const run_load_sum_t *ld = s->load;
   json_t *problems = json_array(), *ranks = json_array();
   for (int64_t i = 0; i < ld->nlines; i++)
-    json_array_append_new(problems, json_string(ld->lines[i]));
+    json_array_append_new(problems, jstr(ld->lines[i]));
   for (int r = 0; r < s->nranks; r++)
     json_array_append_new(ranks, json_pack("{s:i, s:I, s:f, s:f}", "rank", recs[r].rank,
                                            "bytes", (json_int_t)recs[r].load_bytes, "seconds",
@@ -536,17 +556,17 @@ run_report_json(const run_summary_t *s, const run_rank_rec_t *recs, const run_ti
     const run_rank_rec_t *x = &recs[r];
     const dbuf_layout_t *lf = buf_layout(s, x->first_buf), *ll = buf_layout(s, x->last_buf);
     json_t *o = json_pack(
-        "{s:i, s:s, s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:I, s:I, s:o, s:o, s:s, "
-        "s:s}",
-        "rank", x->rank, "host", x->host, "node", x->node, "numa", x->numa, "cpus", x->cpus,
-        "cpu_bound", x->cpu_bound, "bound", x->mem_bound, "hugepage", x->hugepage, "locked",
-        x->locked, "materialized", x->materialized, "offset",
+        "{s:i, s:o, s:i, s:o, s:o, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:I, s:I, s:o, s:o, s:o, "
+        "s:o}",
+        "rank", x->rank, "host", jstr(x->host), "node", x->node, "numa", jstr(x->numa), "cpus",
+        jstr(x->cpus), "cpu_bound", x->cpu_bound, "bound", x->mem_bound, "hugepage", x->hugepage,
+        "locked", x->locked, "materialized", x->materialized, "offset",
         x->offset < 0 ? json_null() : json_integer((json_int_t)x->offset), "end",
         x->end < 0 ? json_null() : json_integer((json_int_t)x->end), "elements",
         (json_int_t)x->elements, "bytes", (json_int_t)x->bytes, "first",
         pos_json(lf, x->first_tensor, x->first_row), "last",
-        pos_json(ll, x->last_tensor, x->last_row), "verify", x->verify_ok ? "ok" : x->verify,
-        "note", x->note);
+        pos_json(ll, x->last_tensor, x->last_row), "verify", jstr(x->verify_ok ? "ok" : x->verify),
+        "note", jstr(x->note));
     if (s->nbuffers > 1 && x->first_tensor >= 0) {
       json_object_set_new(json_object_get(o, "first"), "buffer", json_integer(x->first_buf));
       json_object_set_new(json_object_get(o, "last"), "buffer", json_integer(x->last_buf));
@@ -568,15 +588,15 @@ run_report_json(const run_summary_t *s, const run_rank_rec_t *recs, const run_ti
     nodes_json_buffers(s, &nodes, &cross);
   }
   json_t *doc = json_pack(
-      "{s:s, s:i, s:s, s:o, s:I, s:s, s:o, s:s, s:b, s:o, s:o, s:o, s:{s:f, s:f, s:f, s:f, "
+      "{s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:{s:f, s:f, s:f, s:f, "
       "s:f, s:f}, s:o}",
       "format", "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict",
       s->pass ? "PASS" : "FAIL", "problems", problems_json(s), "problem_count",
-      (json_int_t)s->problems, "message", s->message ? s->message : "", "plan", plan,
-      "membind", s->membind, "materialize", s->materialize, "ranks", ranks, "nodes", nodes,
+      (json_int_t)s->problems, "message", jstr(s->message ? s->message : ""), "plan", plan,
+      "membind", jstr(s->membind), "materialize", s->materialize, "ranks", ranks, "nodes", nodes,
       "crossing", cross, "timings", "plan", t->plan, "broadcast", t->broadcast, "validate",
-      t->validate, "materialize", t->materialize, "verify", t->verify, "total", t->total,
-      "buffers", buffers_json(s));
+      t->validate, "materialize", t->materialize, "verify", t->verify, "total", t->total, "buffers",
+      buffers_json(s));
   if (doc != NULL && s->load != NULL)
     json_object_set_new(doc, "load", load_json(s, recs));
   return dump_doc(doc);
@@ -585,13 +605,12 @@ run_report_json(const run_summary_t *s, const run_rank_rec_t *recs, const run_ti
 char *
 run_report_stopped_json(const char *source, int is_layout_file, const run_summary_t *s)
 {
-  json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:i, s:o, s:I, s:s, s:s, s:i}", "format",
-                          "dbuf-shard-report", "version", RUN_REPORT_VERSION, "verdict",
-                          s->verdict ? s->verdict : "ERROR", "phase", s->phase ? s->phase : "",
-                          "exit_code", s->exit_code, "problems", problems_json(s),
-                          "problem_count", (json_int_t)s->problems, "message",
-                          s->message ? s->message : "", is_layout_file ? "layout_file" : "source",
-                          source ? source : "", "ranks", s->nranks);
+  json_t *doc = json_pack(
+      "{s:s, s:i, s:s, s:s, s:i, s:o, s:I, s:o, s:o, s:i}", "format", "dbuf-shard-report",
+      "version", RUN_REPORT_VERSION, "verdict", s->verdict ? s->verdict : "ERROR", "phase",
+      s->phase ? s->phase : "", "exit_code", s->exit_code, "problems", problems_json(s),
+      "problem_count", (json_int_t)s->problems, "message", jstr(s->message ? s->message : ""),
+      is_layout_file ? "layout_file" : "source", jstr(source ? source : ""), "ranks", s->nranks);
   return dump_doc(doc);
 }
 

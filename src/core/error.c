@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The table numbers its rows -1, -2, ... in order, so that DBUF_ERRNO_MAX,
  * which counts the rows, is one past the last code. */
@@ -66,21 +67,29 @@ dbuf_escape_ctl(char *dst, size_t len, const char *src)
   int full = dst == NULL;
   if (src == NULL)
     src = "";
-  for (const unsigned char *p = (const unsigned char *)src; *p != '\0'; p++) {
-    int ctl = *p < 0x20 || *p == 0x7f;
-    size_t w = ctl ? 4 : 1;
+  const unsigned char *p = (const unsigned char *)src, *end = p + strlen(src);
+  while (p < end) {
+    /* A character is copied whole; a control byte, or a byte outside every
+     * well-formed UTF-8 sequence, is written as \xNN. */
+    size_t n = dbuf__utf8_len(p, (size_t)(end - p));
+    int esc = n == 0 || *p < 0x20 || *p == 0x7f;
+    size_t w = esc ? 4 : n;
     need += w;
     if (full || used + w >= len) {
       full = 1; /* truncated: keep counting */
+      p += esc ? 1 : n;
       continue;
     }
-    if (ctl) {
+    if (esc) {
       dst[used++] = '\\';
       dst[used++] = 'x';
       dst[used++] = hex[*p >> 4];
       dst[used++] = hex[*p & 15];
+      p++;
     } else {
-      dst[used++] = (char)*p;
+      memcpy(dst + used, p, n);
+      used += n;
+      p += n;
     }
   }
   if (dst != NULL && len > 0)

@@ -55,8 +55,8 @@ put_str(char *p, const char *s, size_t n)
 
 /*
  * Tensor i's line of the "tensors" array (owner < 0: none), in one append
- * when its name needs no escape and is short: 1, or 0 when it was not
- * written (the appends of the loop then write it, escapes and all).
+ * when its name is short ASCII that needs no escape: 1, or 0 when it was
+ * not written (the appends of the loop then write it, escapes and all).
  */
 static int
 tensor_line(dbuf__sb_t *b, const dbuf_tensors_t *t, int64_t i, int64_t off, int owner, int ind)
@@ -68,7 +68,7 @@ tensor_line(dbuf__sb_t *b, const dbuf_tensors_t *t, int64_t i, int64_t off, int 
     return 0;
   for (; name[nlen] != '\0'; nlen++) {
     unsigned char c = (unsigned char)name[nlen];
-    if (nlen == FAST_NAME || c == '"' || c == '\\' || c < 0x20)
+    if (nlen == FAST_NAME || c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
       return 0;
   }
   if (i)

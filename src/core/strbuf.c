@@ -165,24 +165,42 @@ dbuf__sb_fill(dbuf__sb_t *b, char c, size_t n)
   b->p[b->len] = '\0';
 }
 
+/* The bytes from p on that a JSON string holds as they are: characters of
+ * UTF-8 but '"', '\\' and the control characters. */
+static size_t
+json_plain(const unsigned char *p, const unsigned char *end)
+{
+  const unsigned char *q = p;
+  while (q < end) {
+    size_t n;
+    if (*q < 0x80)
+      n = *q >= 0x20 && *q != '"' && *q != '\\';
+    else
+      n = dbuf__utf8_len(q, (size_t)(end - q));
+    if (n == 0)
+      break;
+    q += n;
+  }
+  return (size_t)(q - p);
+}
+
 void
 dbuf__sb_json_string(dbuf__sb_t *b, const char *s)
 {
+  const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
   dbuf__sb_append(b, "\"", 1);
-  while (*s && !b->failed) {
-    size_t run = 0; /* characters that need no escape, appended at once */
-    while (s[run] != '\0' && s[run] != '"' && s[run] != '\\' &&
-           (unsigned char)s[run] >= 0x20)
-      run++;
-    dbuf__sb_append(b, s, run);
-    s += run;
-    if (*s == '\0')
+  while (p < end && !b->failed) {
+    size_t run = json_plain(p, end); /* appended at once */
+    dbuf__sb_append(b, (const char *)p, run);
+    if ((p += run) == end)
       break;
-    unsigned char c = (unsigned char)*s++;
+    unsigned char c = *p++;
     if (c == '"' || c == '\\')
       dbuf__sb_printf(b, "\\%c", c);
-    else
+    else if (c < 0x20)
       dbuf__sb_printf(b, "\\u%04x", c);
+    else /* not UTF-8: JSON cannot hold the byte; the text names it */
+      dbuf__sb_printf(b, "\\\\x%02x", c);
   }
   dbuf__sb_append(b, "\"", 1);
 }

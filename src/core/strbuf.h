@@ -42,7 +42,9 @@ void dbuf__sb_puts(dbuf__sb_t *b, const char *s);
 void dbuf__sb_int(dbuf__sb_t *b, long long v);
 /* Append n copies of c. */
 void dbuf__sb_fill(dbuf__sb_t *b, char c, size_t n);
-/* Append s as a JSON string literal (quotes included). */
+/* Append s as a JSON string literal (quotes included), valid whatever s
+ * holds: control characters as \u00NN, and a byte that is not part of a
+ * UTF-8 character (JSON holds no other) as the four characters \xNN. */
 void dbuf__sb_json_string(dbuf__sb_t *b, const char *s);
 /* Append s with the XML special characters escaped. */
 void dbuf__sb_xml(dbuf__sb_t *b, const char *s);

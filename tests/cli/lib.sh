@@ -75,6 +75,16 @@ expect_json() {
   want=$(jq -c . <<<"$2")
   if [ "$got" = "$want" ]; then pass "$3"; else fail "$3: $1 = $got, want $want"; fi
 }
+# expect_valid_json FILE what: FILE is one JSON document of valid UTF-8 (jq
+# parses it but reads bytes that are not UTF-8 as U+FFFD; iconv refuses
+# them, overlong forms and surrogates included).
+expect_valid_json() {
+  if iconv -f UTF-8 -t UTF-8 "$1" >/dev/null 2>&1 && jq -e -s 'length == 1' "$1" >/dev/null 2>&1; then
+    pass "$2"
+  else
+    fail "$2: $1 is not valid UTF-8 JSON"
+  fi
+}
 # bad "description" 'expected stderr' args...: dbuf-shard ARGS -o FILE
 # exits 2 with exactly that stderr and leaves neither FILE nor a temporary.
 bad() {

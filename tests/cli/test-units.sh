@@ -113,6 +113,39 @@ bad "buffer bytes overflow" "dbuf-shard: $T/b1: plan: buffer all/fp64: 115292150
 printf 'a 576460752303423488 fp64\nb 576460752303423488 fp64\n' >"$T/b2"
 bad "plan bytes overflow" "dbuf-shard: plan totals: the bytes of the buffers together: 64-bit count overflow" plan --shapes "$T/b2" --dp 2 --units 're:^(.)'
 
+# ---- every JSON writer's output is valid UTF-8 JSON, with names that need
+# escapes or are long: quotes, backslashes, characters of 2 to 4 bytes, a
+# tensor name of 4,000 bytes and a unit name of 4,096.
+n4000=$(head -c 4000 /dev/zero | tr '\0' n)
+u4096=$(head -c 4096 /dev/zero | tr '\0' u)
+{
+  printf 'q"uote\\back 4x4\n'
+  printf '\xc3\xa9t\xc3\xa9.\xe5\xb1\xa4.\xf0\x9f\x98\x80 3x2\n'
+  printf '%s 8\n' "$n4000"
+  printf 'plain 2x2\n'
+} >"$T/odd.shapes"
+{
+  printf 'q"uote\\back u"1\\\n'
+  printf '\xc3\xa9t\xc3\xa9.\xe5\xb1\xa4.\xf0\x9f\x98\x80 \xe5\xb1\xa4\xf0\x9f\x98\x80\n'
+  printf '%s %s\n' "$n4000" "$u4096"
+  printf 'plain u"1\\\n'
+} >"$T/odd.units"
+run plan --shapes "$T/odd.shapes" --dp 3 --format json -o "$T/odd1.json"
+expect_code 0 "odd names: version 1"
+expect_valid_json "$T/odd1.json" "odd names: version 1 is valid JSON"
+cp "$T/odd1.json" "$T/stdout"
+expect_json '[.tensors[].name | length]' '[11, 7, 4000, 5]' "odd names: version 1 names back (in characters)"
+run plan --shapes "$T/odd.shapes" --dp 3 --units "$T/odd.units" --dtype-map plain=fp32 --ranks-per-node 2 \
+  --pieces --format json -o "$T/odd2.json"
+expect_code 0 "odd names: version 2"
+expect_valid_json "$T/odd2.json" "odd names: version 2 (nodes, pieces) is valid JSON"
+cp "$T/odd2.json" "$T/stdout"
+expect_json '[.buffers[] | [.unit, .dtype]] | .[0:3]' "[[\"u\\\"1\\\\\", \"bf16\"], [\"u\\\"1\\\\\", \"fp32\"], [\"$(printf '\xe5\xb1\xa4\xf0\x9f\x98\x80')\", \"bf16\"]]" \
+  "odd names: version 2 units and dtypes back"
+expect_json '.buffers[3].unit | length' '4096' "odd names: the 4096-byte unit back"
+run verify "$T/odd2.json" --shapes "$T/odd.shapes" --units "$T/odd.units" --dtype-map plain=fp32
+expect_code 0 "odd names: version 2 reads back and verifies"
+
 # ---- --state: padded dp 5 gives every rank 12 bf16 elements (golden
 # seed.padded.dp5.summary): params 24 B, gradients 24, main 4x12 = 48,
 # moments 8x12 = 96, total 192; sgd: 24 + 24 = 48.

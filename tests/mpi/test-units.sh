@@ -160,4 +160,23 @@ expect_code 1 "pre-flight uneven: not in 10,239"
 expect_err_has "dbuf-shard: rank 1 on $(hostname) needs 2.0 KiB, NUMA node 0 has 10.0 KiB free for 2 ranks needing 10.0 KiB" \
   "pre-flight uneven: the small rank is short with its node"
 
+# ---- the report is valid UTF-8 JSON whatever the text it quotes: a shapes
+# path, a --units pattern and a message quoting a shapes file, with bytes
+# that are not UTF-8, are written with those bytes as \xNN.
+odd=$T/m$(printf '\xff').shapes
+printf 'P0 4x4\nP1 4x4\nP2 2\n' >"$odd"
+mpi 2 --shapes "$odd" --units "re:(P[01])$(printf '\xfe')?" -q --report "$T/odd.json"
+expect_code 0 "odd bytes: exit 0"
+expect_valid_json "$T/odd.json" "odd bytes: the report is valid JSON"
+jq_is "$T/odd.json" '[(.plan.source | endswith("/m\\xff.shapes")), .plan.units]' '[true, "re:(P[01])\\xfe?"]' \
+  "odd bytes: the source path and the pattern, escaped"
+printf 'P0 4x4\na\xffb 2\n' >"$T/bad.shapes"
+mpi 2 --shapes "$T/bad.shapes" -q --report "$T/stopped.json"
+expect_code 2 "odd tensor name: exit 2"
+expect_err "dbuf-shard: rank 0: $T/bad.shapes:2: tensor 1: name 'a\\xffb' is empty, not UTF-8, or has spaces or control characters" \
+  "odd tensor name: one line, the byte escaped"
+expect_valid_json "$T/stopped.json" "odd tensor name: the stopped run's report is valid JSON"
+jq_is "$T/stopped.json" '[.verdict, (.message | endswith("name '"'"'a\\xffb'"'"' is empty, not UTF-8, or has spaces or control characters"))]' \
+  '["ERROR", true]' "odd tensor name: the report's verdict and message"
+
 finish
