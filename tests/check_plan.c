@@ -153,6 +153,98 @@ START_TEST(test_units_regex_and_file)
 }
 END_TEST
 
+/* Unit names are checked where they come in: a units file (FILE:LINE), a
+ * capture (the tensor), explicit names; as the wire and JSON need them. */
+START_TEST(test_unit_names)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_units_t *u = NULL;
+  dbuf_diag_t d;
+  char path[] = "/tmp/check_plan_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  static const struct {
+    const char *text, *want;
+  } bad[] = {
+      {"lm_head.weight out\nmodel.norm.weight a\377b\n", ":2: unit name 'a\\xffb' is not UTF-8"},
+      {"lm_head.weight \xc3\n", ":1: unit name '\\xc3' is not UTF-8"},
+      {"lm_head.weight \xed\xa0\x80\n", ":1: unit name '\\xed\\xa0\\x80' is not UTF-8"},
+      {"lm_head.weight a\001b\n", ":1: unit name 'a\\x01b' has a blank or control character"},
+      {"lm_head.weight a\x7f\n", ":1: unit name 'a\\x7f' has a blank or control character"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(read_units(t, path, bad[i].text, &u, &d), DBUF_EPARSE);
+    ck_assert_msg(strstr(d.msg, bad[i].want) != NULL, "case %zu: %s", i, d.msg);
+    ck_assert_ptr_null(u);
+  }
+  /* A NUL would end the line early for strtok: refused, with its line. */
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fwrite("lm_head.weight out\nmodel.norm.weight a\0b\n", 1, 41, f);
+  fclose(f);
+  ck_assert_int_eq(dbuf_units_read(t, path, &u, &d), DBUF_EPARSE);
+  ck_assert_ptr_nonnull(strstr(d.msg, ":2: a NUL byte (binary file?)"));
+
+  /* DBUF_WIRE_UNIT_MAX bytes pass, one more does not: every tensor in
+   * one unit of 4096 bytes, then lm_head.weight's one byte longer. */
+  size_t big = (size_t)DBUF_WIRE_UNIT_MAX + 1;
+  char *text = malloc(7 * (big + 64)), *at = text;
+  ck_assert_ptr_nonnull(text);
+  for (int i = 0; i < 7; i++) {
+    at += sprintf(at, "%s ", names[i]);
+    memset(at, 'u', big - 1);
+    at += big - 1;
+    *at++ = '\n';
+  }
+  *at = '\0';
+  ck_assert_int_eq(read_units(t, path, text, &u, &d), 0);
+  ck_assert_int_eq(dbuf_units_count(u), 1);
+  ck_assert_uint_eq(strlen(dbuf_units_name(u, 0)), DBUF_WIRE_UNIT_MAX);
+  dbuf_units_destroy(u);
+  u = NULL;
+  strcpy(at - 1, "u\n");
+  ck_assert_int_eq(read_units(t, path, text, &u, &d), DBUF_EPARSE);
+  ck_assert_ptr_nonnull(strstr(d.msg, ":7: unit name of 4097 bytes (at most 4096)"));
+  free(text);
+  unlink(path);
+
+  /* Explicit names, as the file reader hands them on. */
+  const char *un[7] = {"a", "a", "a", "a", "a", "a", "b c"};
+  ck_assert_int_eq(dbuf_units_from_names(t, un, &u, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor lm_head.weight: unit name 'b c' has a blank or control "
+                          "character");
+  un[6] = NULL;
+  ck_assert_int_eq(dbuf_units_from_names(t, un, &u, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor lm_head.weight: no unit name");
+  ck_assert_ptr_null(u);
+  dbuf_tensors_destroy(t);
+
+  /* A capture that ends inside a character, and one longer than a unit
+   * name can be, name their tensor (a name that fills the line). */
+  ck_assert_int_eq(dbuf_tensors_create(&t), 0);
+  int64_t one[1] = {1};
+  char *longname = malloc(big + 8);
+  ck_assert_ptr_nonnull(longname);
+  memset(longname, 'x', big);
+  strcpy(longname + big, ".w");
+  ck_assert_int_eq(dbuf_tensors_add(t, "blk.\xc3\xa9.w", 1, one, NULL), 0);
+  ck_assert_int_eq(dbuf_tensors_add(t, longname, 1, one, NULL), 0);
+  ck_assert_int_eq(dbuf_units_regex(t, "^(blk\\..)", &u, &d), DBUF_EINVAL);
+  ck_assert_str_eq(d.msg, "tensor blk.\xc3\xa9.w: unit name 'blk.\\xc3' is not UTF-8 (the "
+                          "capture of '^(blk\\..)')");
+  ck_assert_int_eq(dbuf_units_regex(t, "^(blk\\...)", &u, &d), 0);
+  ck_assert_str_eq(dbuf_units_name(u, 0), "blk.\xc3\xa9");
+  dbuf_units_destroy(u);
+  u = NULL;
+  ck_assert_int_eq(dbuf_units_regex(t, "^(x+)", &u, &d), DBUF_EINVAL);
+  ck_assert_int_eq(strncmp(d.msg, "tensor xxxx", 11), 0); /* the rest cut: 4097 x's */
+  ck_assert_ptr_null(u);
+  free(longname);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* Layout of exactly the listed tensors, built directly. */
 static dbuf_layout_t *
 direct(const dbuf_tensors_t *t, const int *ids, int n, const dbuf_layout_params_t *p)
@@ -533,9 +625,7 @@ START_TEST(test_plan_json)
        "characters",
        DBUF_EPARSE},
       {"{\"version\": 2, \"buffers\": [{\"unit\": \"a b\", \"dtype\": \"bf16\"}]}",
-       "b.json: buffers[0]: \"unit\" must be a non-empty string without blanks or control "
-       "characters",
-       DBUF_EPARSE},
+       "b.json: buffers[0]: unit name 'a b' has a blank or control character", DBUF_EPARSE},
       {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\"}]}", "b.json: buffers[0]: missing \"dtype\"",
        DBUF_EPARSE},
       {"{\"version\": 2, \"buffers\": [{\"unit\": \"u\", \"dtype\": \"bf16\", \"layout\": "
@@ -730,6 +820,7 @@ main(void)
   tcase_add_test(tc, test_dtype_names);
   tcase_add_test(tc, test_units_layer);
   tcase_add_test(tc, test_units_regex_and_file);
+  tcase_add_test(tc, test_unit_names);
   tcase_add_test(tc, test_plan_layer_dtypes);
   tcase_add_test(tc, test_plan_one_buffer_is_the_layout);
   tcase_add_test(tc, test_plan_errors_and_assembly);

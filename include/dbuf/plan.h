@@ -70,8 +70,12 @@ DBUF_EXPORT int dbuf_units_layer(const dbuf_tensors_t *t, dbuf_units_t **out,
 
 /**
  * \brief Units named by the first capture group of regex (POSIX extended).
+ *
+ * A capture is a unit name as dbuf_units_from_names() asks (a capture that
+ * ends inside a UTF-8 character is not).
  * \return 0, or DBUF_EINVAL (NULL, a regex that does not compile or has no
- *   capture group; diag quotes it), DBUF_ENOMEM
+ *   capture group; diag quotes it; a capture that is not a unit name: diag
+ *   names the tensor), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_units_regex(const dbuf_tensors_t *t, const char *regex,
                                  dbuf_units_t **out, dbuf_diag_t *diag);
@@ -80,18 +84,22 @@ DBUF_EXPORT int dbuf_units_regex(const dbuf_tensors_t *t, const char *regex,
  * \brief Units from a file of "TENSOR UNIT" lines ('#' starts a comment;
  * blank lines are skipped; fields are separated by blanks).
  * \return 0, or DBUF_EIO (unreadable), DBUF_EPARSE (a line without exactly
- *   two fields), DBUF_ENOTFOUND (a tensor the model does not have, or a
- *   tensor of the model the file does not name: diag names it, with
- *   FILE:LINE for the former), DBUF_EDUP (a tensor named twice), DBUF_ENOMEM;
- *   diag reads "FILE:LINE: ..."
+ *   two fields, a NUL byte, a unit name that is not one as
+ *   dbuf_units_from_names() asks), DBUF_ENOTFOUND (a tensor the model does
+ *   not have, or a tensor of the model the file does not name: diag names
+ *   it, with FILE:LINE for the former), DBUF_EDUP (a tensor named twice),
+ *   DBUF_ENOMEM; diag reads "FILE:LINE: ..."
  */
 DBUF_EXPORT int dbuf_units_read(const dbuf_tensors_t *t, const char *path,
                                 dbuf_units_t **out, dbuf_diag_t *diag);
 
 /**
  * \brief Units from explicit names: unit_of[i] is the unit name of tensor i
- * (n = count(t) entries, each non-empty, without blanks or control chars).
- * \return 0, or DBUF_EINVAL (NULL, a bad name), DBUF_ENOMEM
+ * (n = count(t) entries, each non-empty UTF-8 of at most DBUF_WIRE_UNIT_MAX
+ * bytes, without blanks or control chars: names go into JSON and onto the
+ * wire).
+ * \return 0, or DBUF_EINVAL (NULL, a bad name; diag names the tensor),
+ *   DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_units_from_names(const dbuf_tensors_t *t, const char *const *unit_of,
                                       dbuf_units_t **out, dbuf_diag_t *diag);

@@ -165,6 +165,15 @@ dbuf__name_fault_t dbuf__name_check(const char *name, size_t len, size_t *at);
 /* "is empty", "is not UTF-8", "has a blank or control character". */
 const char *dbuf__name_fault_str(dbuf__name_fault_t f);
 
+/*
+ * A unit name as the units readers, the plan and the wire take it: a name
+ * (dbuf__name_check) of at most DBUF_WIRE_UNIT_MAX bytes.  0, or
+ * DBUF_EINVAL with why (why_len bytes, unless NULL) saying what is wrong,
+ * without context: "unit name of N bytes (at most 4096)", "unit name 'U' is
+ * not UTF-8".
+ */
+int dbuf__unit_name_check(const char *name, size_t len, char *why, size_t why_len);
+
 /* Give back the unused capacity of a list's arrays (not of a shared one). */
 struct dbuf_tensors;
 void dbuf__tensors_trim(struct dbuf_tensors *t);

@@ -91,20 +91,20 @@ read_dtype(const char *where, json_t *obj, dbuf_dtype_t def, dbuf_dtype_t *d, db
   return 0;
 }
 
-/* The "unit" member: a non-empty string without blanks or control chars. */
+/* The "unit" member: a unit name (dbuf__unit_name_check), no NUL inside. */
 static int
 read_unit(const char *where, json_t *obj, const char **unit, dbuf_diag_t *diag)
 {
   json_t *v = json_object_get(obj, "unit");
   const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-  int ok = s != NULL && s[0] != '\0' && strlen(s) == json_string_length(v);
-  for (const char *c = s; ok && *c; c++)
-    ok = (unsigned char)*c > ' ' && *c != 0x7f;
-  if (!ok)
+  char why[DBUF_DIAG_LEN];
+  if (s == NULL || strlen(s) != json_string_length(v))
     return dbuf__diag(diag, DBUF_EPARSE,
                       "%s: \"unit\" must be a non-empty string without blanks or "
                       "control characters",
                       where);
+  if (dbuf__unit_name_check(s, strlen(s), why, sizeof why) != 0)
+    return dbuf__diag(diag, DBUF_EPARSE, "%s: %s", where, why);
   *unit = s;
   return 0;
 }

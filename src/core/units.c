@@ -1,12 +1,14 @@
 /* FSDP units: which unit each tensor of a model belongs to (dbuf/plan.h). */
 #include "dbuf/plan.h"
 #include "dbuf/shapes_io.h"
+#include "dbuf/wire.h"
 
 #include "core_internal.h"
 #include "strmap.h"
 
 #include <ctype.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,13 +53,33 @@ units_new(const dbuf_tensors_t *t, int one, dbuf_units_t **out, dbuf_diag_t *dia
   return 0;
 }
 
-/* Tensor i belongs to the unit named by len bytes of name. */
-static int
-units_set(dbuf_units_t *u, int64_t i, const char *name, size_t len, dbuf_diag_t *diag)
+int
+dbuf__unit_name_check(const char *name, size_t len, char *why, size_t why_len)
 {
-  char stack[256], *key = len < sizeof stack ? stack : malloc(len + 1);
+  dbuf__name_fault_t f = DBUF__NAME_OK;
+  if (len <= DBUF_WIRE_UNIT_MAX && (f = dbuf__name_check(name, len, NULL)) == DBUF__NAME_OK)
+    return 0;
+  if (why != NULL && f == DBUF__NAME_OK)
+    snprintf(why, why_len, "unit name of %zu bytes (at most %d)", len, DBUF_WIRE_UNIT_MAX);
+  else if (why != NULL)
+    snprintf(why, why_len, "unit name '%.*s' %s", (int)len, name, dbuf__name_fault_str(f));
+  return DBUF_EINVAL;
+}
+
+/* Tensor i belongs to the unit named by len bytes of name (checked: the
+ * capture of a regular expression may end inside a character, and a
+ * tensor name may be longer than a unit name can be); regex: the pattern
+ * that captured it, or NULL. */
+static int
+units_set(dbuf_units_t *u, const dbuf_tensors_t *t, int64_t i, const char *name, size_t len,
+          const char *regex, dbuf_diag_t *diag)
+{
+  char stack[256], *key, why[DBUF_DIAG_LEN];
   int64_t id;
-  if (key == NULL)
+  if (dbuf__unit_name_check(name, len, why, sizeof why) != 0)
+    return dbuf__diag(diag, DBUF_EINVAL, "tensor %s: %s%s%s%s", dbuf_tensors_name(t, i), why,
+                      regex ? " (the capture of '" : "", regex ? regex : "", regex ? "')" : "");
+  if ((key = len < sizeof stack ? stack : malloc(len + 1)) == NULL)
     return dbuf__diag(diag, DBUF_ENOMEM, "units: out of memory");
   memcpy(key, name, len);
   key[len] = '\0';
@@ -121,8 +143,8 @@ dbuf_units_layer(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
   for (int64_t i = 0; rc == 0 && i < u->ntensors; i++) {
     const char *name = dbuf_tensors_name(t, i);
     size_t n = layer_prefix(name);
-    rc = n > 0 ? units_set(u, i, name, n, diag)
-               : units_set(u, i, DBUF_UNIT_ROOT, strlen(DBUF_UNIT_ROOT), diag);
+    rc = n > 0 ? units_set(u, t, i, name, n, NULL, diag)
+               : units_set(u, t, i, DBUF_UNIT_ROOT, strlen(DBUF_UNIT_ROOT), NULL, diag);
   }
   if (rc != 0) {
     dbuf_units_destroy(u);
@@ -162,9 +184,10 @@ dbuf_units_regex(const dbuf_tensors_t *t, const char *regex, dbuf_units_t **out,
     const char *name = dbuf_tensors_name(t, i);
     regmatch_t m[2];
     if (regexec(&re, name, 2, m, 0) == 0 && m[1].rm_so >= 0 && m[1].rm_eo > m[1].rm_so)
-      rc = units_set(u, i, name + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so), diag);
+      rc = units_set(u, t, i, name + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so), regex,
+                     diag);
     else
-      rc = units_set(u, i, DBUF_UNIT_ROOT, strlen(DBUF_UNIT_ROOT), diag);
+      rc = units_set(u, t, i, DBUF_UNIT_ROOT, strlen(DBUF_UNIT_ROOT), NULL, diag);
   }
   regfree(&re);
   if (rc != 0) {
@@ -173,18 +196,6 @@ dbuf_units_regex(const dbuf_tensors_t *t, const char *regex, dbuf_units_t **out,
   }
   *out = u;
   return 0;
-}
-
-static int
-name_ok(const char *s)
-{
-  if (*s == '\0')
-    return 0;
-  for (; *s != '\0'; s++) {
-    if ((unsigned char)*s <= ' ' || *s == 0x7f)
-      return 0;
-  }
-  return 1;
 }
 
 int
@@ -198,10 +209,10 @@ dbuf_units_from_names(const dbuf_tensors_t *t, const char *const *unit_of,
   if (rc != 0)
     return rc;
   for (int64_t i = 0; rc == 0 && i < u->ntensors; i++) {
-    if (unit_of[i] == NULL || !name_ok(unit_of[i]))
-      rc = dbuf__diag(diag, DBUF_EINVAL, "tensor %s: bad unit name", dbuf_tensors_name(t, i));
+    if (unit_of[i] == NULL)
+      rc = dbuf__diag(diag, DBUF_EINVAL, "tensor %s: no unit name", dbuf_tensors_name(t, i));
     else
-      rc = units_set(u, i, unit_of[i], strlen(unit_of[i]), diag);
+      rc = units_set(u, t, i, unit_of[i], strlen(unit_of[i]), NULL, diag);
   }
   if (rc != 0) {
     dbuf_units_destroy(u);
@@ -225,9 +236,14 @@ read_lines(const dbuf_tensors_t *t, const char *path, char *text, size_t len,
   int rc = 0;
   while (rc == 0 && p < end) {
     char *nl = memchr(p, '\n', (size_t)(end - p));
-    char *le = nl ? nl : end, *save = NULL;
-    *le = '\0';
+    char *le = nl ? nl : end, *save = NULL, why[DBUF_DIAG_LEN];
     line++;
+    if (memchr(p, '\0', (size_t)(le - p)) != NULL) { /* strtok_r would end the line there */
+      rc = dbuf__diag(diag, DBUF_EPARSE, "%s:%lld: a NUL byte (binary file?)", path,
+                      (long long)line);
+      break;
+    }
+    *le = '\0';
     char *hash = strchr(p, '#');
     if (hash != NULL)
       *hash = '\0';
@@ -242,6 +258,8 @@ read_lines(const dbuf_tensors_t *t, const char *path, char *text, size_t len,
       rc = dbuf__diag(diag, DBUF_EPARSE, "%s:%lld: expected 'TENSOR UNIT'%s%s%s", path,
                       (long long)line, extra ? ", got more: '" : "", extra ? extra : "",
                       extra ? "'" : "");
+    else if (dbuf__unit_name_check(un, strlen(un), why, sizeof why) != 0)
+      rc = dbuf__diag(diag, DBUF_EPARSE, "%s:%lld: %s", path, (long long)line, why);
     else if (dbuf_tensors_find(t, tn, &id) != 0)
       rc = dbuf__diag(diag, DBUF_ENOTFOUND, "%s:%lld: tensor %s is not a tensor of the model",
                       path, (long long)line, tn);

@@ -1209,17 +1209,11 @@ free_prepared(prepared_t *m, int64_t n)
   free(m);
 }
 
-/* A unit name as the wire may carry it: 1 .. DBUF_WIRE_UNIT_MAX bytes, no
- * blank, control character or NUL (as dbuf_units_from_names() asks). */
+/* A unit name as the wire may carry it (dbuf__unit_name_check). */
 static int
 unit_name_ok(const uint8_t *s, int64_t n)
 {
-  if (n < 1 || n > DBUF_WIRE_UNIT_MAX)
-    return 0;
-  for (int64_t i = 0; i < n; i++)
-    if (s[i] <= ' ' || s[i] == 0x7f)
-      return 0;
-  return 1;
+  return n >= 0 && dbuf__unit_name_check((const char *)s, (size_t)n, NULL, 0) == 0;
 }
 
 /* A plan ready to be written: every buffer's layout prepared, the length. */
@@ -1249,19 +1243,10 @@ plan_prepare(const dbuf_plan_t *p, plan_prepared_t *pp, dbuf_diag_t *diag)
     int64_t ul;
     dbuf_plan_buffer(p, pp->done, &b);
     ul = (int64_t)strlen(b.unit);
-    if (ul > DBUF_WIRE_UNIT_MAX) {
-      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: unit name of %lld bytes (at most %d)",
-                      (long long)ul, DBUF_WIRE_UNIT_MAX);
-      break;
-    }
-    if (!unit_name_ok((const uint8_t *)b.unit, ul)) { /* what every decoder refuses */
-      int64_t at = 0;
-      while ((uint8_t)b.unit[at] > ' ' && (uint8_t)b.unit[at] != 0x7f)
-        at++;
-      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: buffer %lld: unit name with byte 0x%02x at "
-                      "%lld (no blanks or control characters)", (long long)pp->done,
-                      (unsigned)(uint8_t)b.unit[at], (long long)at);
-      break;
+    char why[DBUF_DIAG_LEN];
+    if (dbuf__unit_name_check(b.unit, (size_t)ul, why, sizeof why) != 0) {
+      rc = dbuf__diag(diag, DBUF_EINVAL, "wire: buffer %lld: %s", (long long)pp->done, why);
+      break; /* what every decoder refuses */
     }
     if ((rc = prepare(b.layout, &pp->msg[pp->done], diag)) != 0)
       break;
@@ -1382,9 +1367,10 @@ read_plan_buffer(reader_t *r, int64_t i, int64_t nranks, ahead_t *a, dbuf_plan_t
     return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld: unit name length out of "
                       "the message", (long long)i);
   if (!unit_name_ok(r->p + r->pos, ul))
-    return dbuf__diag(diag, DBUF_EFORMAT, "wire: plan buffer %lld: bad unit name (1 to %d "
-                      "bytes, no blanks or control characters)", (long long)i,
-                      DBUF_WIRE_UNIT_MAX);
+    return dbuf__diag(diag, DBUF_EFORMAT,
+                      "wire: plan buffer %lld: bad unit name (1 to %d "
+                      "bytes of UTF-8, no blanks or control characters)",
+                      (long long)i, DBUF_WIRE_UNIT_MAX);
   memcpy(unit, r->p + r->pos, (size_t)ul);
   unit[ul] = '\0';
   r->pos += ul;

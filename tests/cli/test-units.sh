@@ -93,12 +93,16 @@ run plan --model llama-3.2-1b --units 're:(layers\.1[01])\.' --dp 4 --ranks-per-
 printf 'P0 a\nP1 a\nP2 b\nP3 b\nP4 b\n' >"$T/u"
 run plan --shapes "$S" --units "$T/u" --format json
 expect_json '[.buffers[] | [.unit, [.tensors[].name]]]' '[["a",["P0","P1"]],["b",["P2","P3","P4"]]]' "FILE units"
-printf 'P0 a\nP1 a\nP2 b\nP3 b\nP9 b\n' >"$T/u"
-bad "units file: unknown tensor" "dbuf-shard: --units: $T/u:5: tensor P9 is not a tensor of the model" plan --shapes "$S" --units "$T/u"
-printf 'P0 a\nP1 a\nP2 b\nP3 b\n' >"$T/u"
-bad "units file: missing tensor" "dbuf-shard: --units: $T/u: tensor P4 has no unit (every tensor needs a 'TENSOR UNIT' line)" plan --shapes "$S" --units "$T/u"
-printf 'P0 a x\n' >"$T/u"
-bad "units file: three fields" "dbuf-shard: --units: $T/u:1: expected 'TENSOR UNIT', got more: 'x'" plan --shapes "$S" --units "$T/u"
+# bad_units WHAT FORMAT REST: the units file printf FORMAT writes is refused
+# with the one line "--units: FILE" REST.
+bad_units() {
+  # shellcheck disable=SC2059 # the file's text is the format
+  printf "$2" >"$T/u"
+  bad "units file: $1" "dbuf-shard: --units: $T/u$3" plan --shapes "$S" --units "$T/u"
+}
+bad_units "unknown tensor" 'P0 a\nP1 a\nP2 b\nP3 b\nP9 b\n' ":5: tensor P9 is not a tensor of the model"
+bad_units "missing tensor" 'P0 a\nP1 a\nP2 b\nP3 b\n' ": tensor P4 has no unit (every tensor needs a 'TENSOR UNIT' line)"
+bad_units "three fields" 'P0 a x\n' ":1: expected 'TENSOR UNIT', got more: 'x'"
 
 # ---- other errors.
 bad "regex without group" "dbuf-shard: --units: regular expression 'P[01]' has no capture group to name the unit (e.g. 'layers\\.([0-9]+)\\.')" plan --shapes "$S" --units 're:P[01]'
@@ -113,11 +117,29 @@ bad "buffer bytes overflow" "dbuf-shard: $T/b1: plan: buffer all/fp64: 115292150
 printf 'a 576460752303423488 fp64\nb 576460752303423488 fp64\n' >"$T/b2"
 bad "plan bytes overflow" "dbuf-shard: plan totals: the bytes of the buffers together: 64-bit count overflow" plan --shapes "$T/b2" --dp 2 --units 're:^(.)'
 
+# ---- unit names are UTF-8 without blanks or control characters, of at
+# most 4096 bytes (the wire's limit), checked where they come in.
+bad_units "not UTF-8" 'P0 a\nP1 a\xffb\nP2 b\nP3 b\nP4 b\n' ":2: unit name 'a\\xffb' is not UTF-8"
+bad_units "a control character" 'P0 a\nP1 a\nP2 b\nP3 b\x1bc\nP4 b\n' ":4: unit name 'b\\x1bc' has a blank or control character"
+bad_units "a NUL byte" 'P0 a\nP1 a\0\nP2 b\nP3 b\nP4 b\n' ":2: a NUL byte (binary file?)"
+u4096=$(head -c 4096 /dev/zero | tr '\0' u)
+printf 'P0 %s\nP1 %s\nP2 b\nP3 b\nP4 %s\n' "$u4096" "$u4096" "${u4096}v" >"$T/u"
+bad "units file: 4097 bytes" "dbuf-shard: --units: $T/u:5: unit name of 4097 bytes (at most 4096)" plan --shapes "$S" --units "$T/u"
+printf 'P0 %s\nP1 %s\nP2 b\nP3 b\nP4 b\n' "$u4096" "$u4096" >"$T/u"
+run plan --shapes "$S" --units "$T/u" --format json
+expect_code 0 "units file: 4096 bytes"
+expect_json '[.buffers[].unit | length]' '[4096, 1]' "units file: the 4096-byte unit in the JSON"
+# A capture may end inside a character (the C locale matches bytes).
+printf 'blk.\xc3\xa9.w 4x4\nother 2\n' >"$T/utf.shapes"
+bad "re: a capture that is not UTF-8" "dbuf-shard: --units: tensor blk.$(printf '\xc3\xa9').w: unit name 'blk.\\xc3' is not UTF-8 (the capture of '^(blk\\..)')" \
+  plan --shapes "$T/utf.shapes" --units 're:^(blk\..)'
+run plan --shapes "$T/utf.shapes" --units 're:^(blk\...)' --format json
+expect_json '[.buffers[].unit]' "[\"blk.$(printf '\xc3\xa9')\", \"root\"]" "re: a whole character captured"
+
 # ---- every JSON writer's output is valid UTF-8 JSON, with names that need
 # escapes or are long: quotes, backslashes, characters of 2 to 4 bytes, a
 # tensor name of 4,000 bytes and a unit name of 4,096.
 n4000=$(head -c 4000 /dev/zero | tr '\0' n)
-u4096=$(head -c 4096 /dev/zero | tr '\0' u)
 {
   printf 'q"uote\\back 4x4\n'
   printf '\xc3\xa9t\xc3\xa9.\xe5\xb1\xa4.\xf0\x9f\x98\x80 3x2\n'
