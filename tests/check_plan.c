@@ -153,6 +153,75 @@ START_TEST(test_units_regex_and_file)
 }
 END_TEST
 
+/* What a re: pattern costs is known before it is compiled: the realistic
+ * patterns pass, each limit is refused with its own message (and quickly:
+ * before regcomp, which takes 2^k memory for k nested '+'). */
+static const struct {
+  const char *re; /* NULL: "(", one-atom brackets and dots, ")", of len bytes */
+  size_t len;
+  const char *want; /* NULL (accepted) or a part of the message */
+} regex_cases[] = {
+    {"layers\\.([0-9]+)\\.", 0, NULL},
+    {"(.*)\\.weight", 0, NULL},
+    {"model\\.(layers\\.[0-9]+)", 0, NULL},
+    {"^(model\\.)?(layers\\.[0-9]{1,3})\\.", 0, NULL},
+    {"([a-z_]+)\\.(weight|bias)$", 0, NULL},
+    {"([[:alpha:]]+)[].[]", 0, NULL},
+    {"((((a+)+)+)+)", 0, NULL}, /* 4 deep: the limit */
+    {"(a)a{997}", 0, NULL},     /* 2 + 998 atoms: 1000, the limit */
+    {NULL, DBUF_UNITS_REGEX_MAX_BYTES, NULL},
+    {NULL, DBUF_UNITS_REGEX_MAX_BYTES + 1, "...': 1025 bytes long (at most 1024)"},
+    {"(a)a{998}", 0, "expand it to 1001 atoms (at most 1000)"},
+    {"(((((a+)+)+)+)+)", 0, "nests repetitions 5 deep (at most 4)"},
+    {"(a++++++++++++++++++++)", 0,
+     "'(a++++++++++++++++++++)': nests repetitions 20 deep (at most 4)"},
+    {"(a{1,100}){1,100}", 0, "expand it to 10201 atoms (at most 1000)"},
+    {"((a{32767}){32767}){32767}", 0, "expand it to 35183298379776 atoms (at most 1000)"},
+    {"(((a{32767}){32767}){32767}){32767}", 0, "expand it to more than 1125899906842624 atoms"},
+    {"(a?)*", 0, "repeats a part that can match the empty string"},
+    {"(a|)+", 0, "repeats a part that can match the empty string"},
+    {"(^|x){0,3}", 0, "repeats a part that can match the empty string"},
+    {"((b*)?c)", 0, "repeats a part that can match the empty string"},
+    {"(a)\\1", 0, "back-references (\\1 to \\9) are not taken"},
+    {"(", 0, "Unmatched ( or \\("},
+};
+
+START_TEST(test_units_regex_cost)
+{
+  dbuf_tensors_t *t = mk(names, dims, NULL, 7);
+  dbuf_units_t *u = NULL;
+  dbuf_diag_t d;
+  char made[DBUF_UNITS_REGEX_MAX_BYTES + 2];
+  const char *re = regex_cases[_i].re, *want = regex_cases[_i].want;
+  if (re == NULL) {
+    size_t n = 0, len = regex_cases[_i].len;
+    ck_assert_uint_lt(len, sizeof made);
+    made[n++] = '(';
+    for (; n + 5 < len; n += 5)
+      memcpy(made + n, "[a-z]", 5);
+    for (; n + 1 < len; n++)
+      made[n] = '.';
+    made[n++] = ')';
+    made[n] = '\0';
+    re = made;
+  }
+  int rc = dbuf_units_regex(t, re, &u, &d);
+  if (want == NULL) {
+    ck_assert_msg(rc == 0, "%s: %s", re, d.msg);
+    ck_assert_ptr_nonnull(u);
+  } else {
+    ck_assert_int_eq(rc, DBUF_EINVAL);
+    ck_assert_ptr_null(u);
+    ck_assert_msg(strstr(d.msg, want) != NULL, "%s: '%s' lacks '%s'", re, d.msg, want);
+    ck_assert_msg(strncmp(d.msg, "regular expression '", 20) == 0, "%s", d.msg);
+    /* The pattern quoted whole, or its first 60 bytes and "...". */
+    ck_assert_int_eq(strncmp(d.msg + 20, re, strlen(re) > 60 ? 60 : strlen(re)), 0);
+  }
+  dbuf_units_destroy(u);
+  dbuf_tensors_destroy(t);
+}
+END_TEST
+
 /* Unit names are checked where they come in: a units file (FILE:LINE), a
  * capture (the tensor), explicit names; as the wire and JSON need them. */
 START_TEST(test_unit_names)
@@ -820,6 +889,8 @@ main(void)
   tcase_add_test(tc, test_dtype_names);
   tcase_add_test(tc, test_units_layer);
   tcase_add_test(tc, test_units_regex_and_file);
+  tcase_add_loop_test(tc, test_units_regex_cost, 0,
+                      (int)(sizeof regex_cases / sizeof regex_cases[0]));
   tcase_add_test(tc, test_unit_names);
   tcase_add_test(tc, test_plan_layer_dtypes);
   tcase_add_test(tc, test_plan_one_buffer_is_the_layout);

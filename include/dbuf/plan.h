@@ -68,14 +68,28 @@ DBUF_EXPORT int dbuf_units_none(const dbuf_tensors_t *t, dbuf_units_t **out,
 DBUF_EXPORT int dbuf_units_layer(const dbuf_tensors_t *t, dbuf_units_t **out,
                                  dbuf_diag_t *diag);
 
+/** Longest pattern dbuf_units_regex() takes, in bytes. */
+#define DBUF_UNITS_REGEX_MAX_BYTES 1024
+/** Most repetition operators (*, +, ?, {m,n}) over one atom of a pattern,
+ * stacked (a+*) or through groups ((a+)*). */
+#define DBUF_UNITS_REGEX_MAX_DEPTH 4
+/** Most atoms a pattern's tree may hold once its repetitions are expanded as
+ * glibc's regcomp expands them (X+ as X X*, X{m,n} as n copies of X). */
+#define DBUF_UNITS_REGEX_MAX_ATOMS 1000
+
 /**
  * \brief Units named by the first capture group of regex (POSIX extended).
  *
- * A capture is a unit name as dbuf_units_from_names() asks (a capture that
- * ends inside a UTF-8 character is not).
- * \return 0, or DBUF_EINVAL (NULL, a regex that does not compile or has no
- *   capture group; diag quotes it; a capture that is not a unit name: diag
- *   names the tensor), DBUF_ENOMEM
+ * The pattern is measured before it is compiled: regcomp's memory grows
+ * exponentially with nested repetitions, and its matching time with
+ * back-references, so a pattern over DBUF_UNITS_REGEX_MAX_BYTES, nesting
+ * repetitions deeper than DBUF_UNITS_REGEX_MAX_DEPTH, expanding to more than
+ * DBUF_UNITS_REGEX_MAX_ATOMS or with a back-reference is refused.  A capture
+ * is a unit name as dbuf_units_from_names() asks (a capture that ends inside
+ * a UTF-8 character is not).
+ * \return 0, or DBUF_EINVAL (NULL, a regex that does not compile, has no
+ *   capture group or costs more than the limits above; diag quotes it; a
+ *   capture that is not a unit name: diag names the tensor), DBUF_ENOMEM
  */
 DBUF_EXPORT int dbuf_units_regex(const dbuf_tensors_t *t, const char *regex,
                                  dbuf_units_t **out, dbuf_diag_t *diag);

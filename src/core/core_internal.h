@@ -174,6 +174,26 @@ const char *dbuf__name_fault_str(dbuf__name_fault_t f);
  */
 int dbuf__unit_name_check(const char *name, size_t len, char *why, size_t why_len);
 
+/*
+ * What a POSIX extended regular expression would cost glibc's regcomp,
+ * read from the pattern alone (regex_cost.c): the atoms of its tree once
+ * every repetition is expanded as regcomp expands it (counted up to cap,
+ * then cap + 1), the most repetition operators over one atom (stacked, as
+ * in a++, or through groups, as in (a+)+), whether it has a back-reference
+ * (\1 .. \9), and whether it repeats a part that can match the empty
+ * string (as (a?)*, (a|)+ or (^|b){0,3} do: regcomp's closures over such
+ * parts take time and memory that grow with a high power of the pattern,
+ * (((a|){0,9}){20,}) compiles in more than 20 s, ((^(b*)?|(){1,100})(b?)){0,3}
+ * takes 1.5 GB).
+ */
+typedef struct {
+  int64_t atoms;
+  int depth;
+  int backref;
+  int empty_rep;
+} dbuf__regex_cost_t;
+void dbuf__regex_cost(const char *re, int64_t cap, dbuf__regex_cost_t *out);
+
 /* Give back the unused capacity of a list's arrays (not of a shared one). */
 struct dbuf_tensors;
 void dbuf__tensors_trim(struct dbuf_tensors *t);

@@ -154,26 +154,77 @@ dbuf_units_layer(const dbuf_tensors_t *t, dbuf_units_t **out, dbuf_diag_t *diag)
   return 0;
 }
 
+/* The pattern for messages: at most 60 bytes of it, then "...". */
+static const char *
+pattern_for_people(const char *regex, char *buf, size_t len)
+{
+  snprintf(buf, len, "%.60s%s", regex, strlen(regex) > 60 ? "..." : "");
+  return buf;
+}
+
+/* Atom counts past this are not told apart. */
+#define ATOMS_CAP (INT64_C(1) << 50)
+
+/* Refuse a pattern whose compiling or matching cost has no small bound
+ * (see regex_cost.c): 0, or DBUF_EINVAL with diag; who: the pattern for
+ * people. */
+static int
+regex_bounded(const char *regex, const char *who, dbuf_diag_t *diag)
+{
+  size_t len = strlen(regex);
+  dbuf__regex_cost_t c;
+  if (len > DBUF_UNITS_REGEX_MAX_BYTES)
+    return dbuf__diag(diag, DBUF_EINVAL, "regular expression '%s': %zu bytes long (at most %d)",
+                      who, len, DBUF_UNITS_REGEX_MAX_BYTES);
+  dbuf__regex_cost(regex, ATOMS_CAP, &c);
+  if (c.depth > DBUF_UNITS_REGEX_MAX_DEPTH)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "regular expression '%s': nests repetitions %d deep (at most %d)", who,
+                      c.depth, DBUF_UNITS_REGEX_MAX_DEPTH);
+  if (c.atoms > DBUF_UNITS_REGEX_MAX_ATOMS)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "regular expression '%s': its repetitions expand it to %s%lld atoms "
+                      "(at most %d)",
+                      who, c.atoms > ATOMS_CAP ? "more than " : "",
+                      (long long)(c.atoms > ATOMS_CAP ? ATOMS_CAP : c.atoms),
+                      DBUF_UNITS_REGEX_MAX_ATOMS);
+  if (c.empty_rep)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "regular expression '%s': repeats a part that can match the empty "
+                      "string (as (a?)*, (a|b*)+ or (^|x)? do)",
+                      who);
+  if (c.backref)
+    return dbuf__diag(diag, DBUF_EINVAL,
+                      "regular expression '%s': back-references (\\1 to \\9) are not "
+                      "taken (matching one can take time exponential in the name's length)",
+                      who);
+  return 0;
+}
+
 int
 dbuf_units_regex(const dbuf_tensors_t *t, const char *regex, dbuf_units_t **out,
                  dbuf_diag_t *diag)
 {
   regex_t re;
   dbuf_units_t *u;
+  char who[80];
   if (regex == NULL)
     return dbuf__diag(diag, DBUF_EINVAL, "units: NULL argument");
-  int e = regcomp(&re, regex, REG_EXTENDED);
-  if (e != 0) {
+  pattern_for_people(regex, who, sizeof who);
+  int e = regex_bounded(regex, who, diag);
+  if (e != 0)
+    return e;
+  if ((e = regcomp(&re, regex, REG_EXTENDED)) != 0) {
     char why[160];
     regerror(e, &re, why, sizeof why);
-    return dbuf__diag(diag, DBUF_EINVAL, "regular expression '%s': %s", regex, why);
+    return dbuf__diag(diag, DBUF_EINVAL, "regular expression '%s': %s", who, why);
   }
   if (re.re_nsub < 1) {
     regfree(&re);
     return dbuf__diag(diag, DBUF_EINVAL,
                       "regular expression '%s' has no capture group to name the unit "
                       "(e.g. 'layers\\.([0-9]+)\\.')",
-                      regex);
+                      who);
   }
   int rc = units_new(t, 0, &u, diag);
   if (rc != 0) {
@@ -184,8 +235,7 @@ dbuf_units_regex(const dbuf_tensors_t *t, const char *regex, dbuf_units_t **out,
     const char *name = dbuf_tensors_name(t, i);
     regmatch_t m[2];
     if (regexec(&re, name, 2, m, 0) == 0 && m[1].rm_so >= 0 && m[1].rm_eo > m[1].rm_so)
-      rc = units_set(u, t, i, name + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so), regex,
-                     diag);
+      rc = units_set(u, t, i, name + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so), who, diag);
     else
       rc = units_set(u, t, i, DBUF_UNIT_ROOT, strlen(DBUF_UNIT_ROOT), NULL, diag);
   }

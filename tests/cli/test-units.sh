@@ -117,6 +117,43 @@ bad "buffer bytes overflow" "dbuf-shard: $T/b1: plan: buffer all/fp64: 115292150
 printf 'a 576460752303423488 fp64\nb 576460752303423488 fp64\n' >"$T/b2"
 bad "plan bytes overflow" "dbuf-shard: plan totals: the bytes of the buffers together: 64-bit count overflow" plan --shapes "$T/b2" --dp 2 --units 're:^(.)'
 
+# ---- re: patterns are measured before they are compiled: regcomp takes
+# about 2^k bytes for k stacked '+' (24 here: gigabytes), and minutes for
+# a loop over a part that matches the empty string, so each refusal must
+# come at once, with the pattern and the limit.
+# bad_re WHAT PATTERN WHY: plan --units re:PATTERN exits 2 with the one line
+# "regular expression 'PATTERN': WHY" within 3 s (run under a 1 GiB
+# address space, but not with sanitizers or valgrind, which need more, and
+# cut at 30 s).
+bad_re() {
+  local t0 secs
+  t0=$(date +%s)
+  (
+    [ -n "${DBUF_TEST_SANITIZERS:-}${DBUF_VALGRIND:-}" ] || ulimit -v 1048576
+    exec timeout $((30 * TIME_SCALE)) "$DBUF" plan --shapes "$S" --units "re:$2" >"$T/stdout" 2>"$T/stderr"
+  )
+  CODE=$?
+  ERR=$(cat "$T/stderr")
+  secs=$(($(date +%s) - t0))
+  expect_code 2 "re: $1: exit 2"
+  expect_err "dbuf-shard: --units: regular expression '$(head -c 60 <<<"$2")$([ ${#2} -gt 60 ] && echo ...)': $3" "re: $1: the line"
+  [ "$secs" -le $((3 * TIME_SCALE)) ] && pass "re: $1: refused in $secs s" || fail "re: $1: refused after $secs s"
+}
+bad_re "24 stacked repetitions" "(a$(printf '+%.0s' $(seq 24)))" "nests repetitions 24 deep (at most 4)"
+bad_re "bounds that multiply" '(a{1,100}){1,100}' "its repetitions expand it to 10201 atoms (at most 1000)"
+bad_re "a loop over a part that matches the empty string" '((a|){0,9}){20,}' \
+  "repeats a part that can match the empty string (as (a?)*, (a|b*)+ or (^|x)? do)"
+bad_re "a back-reference" '(P)\1' \
+  "back-references (\\1 to \\9) are not taken (matching one can take time exponential in the name's length)"
+bad_re "too long" "$(head -c 1100 /dev/zero | tr '\0' a)" "1100 bytes long (at most 1024)"
+# Realistic patterns pass, with the units they name.
+run plan --model llama-3.2-1b --units 're:layers\.([0-9]+)\.' --format json
+expect_json '[.buffers[].unit] | [length, .[0], .[1], .[16]]' '[17, "root", "0", "15"]' "re: layers\\.([0-9]+)\\."
+run plan --model llama-3.2-1b --units 're:^model\.(layers\.[0-9]+)' --format json
+expect_json '[.buffers[].unit][1]' '"layers.0"' "re: ^model\\.(layers\\.[0-9]+)"
+run plan --model llama-3.2-1b --units 're:(.*)\.weight' --format json
+expect_json '[.buffers[].unit] | length' '146' "re: (.*)\\.weight: a unit a tensor"
+
 # ---- unit names are UTF-8 without blanks or control characters, of at
 # most 4096 bytes (the wire's limit), checked where they come in.
 bad_units "not UTF-8" 'P0 a\nP1 a\xffb\nP2 b\nP3 b\nP4 b\n' ":2: unit name 'a\\xffb' is not UTF-8"
