@@ -24,7 +24,8 @@ case $seconds in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exi
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${DBUF_FUZZ_BUILD:-$top/_build-fuzz}
 jobs=${DBUF_FUZZ_JOBS:-2}
-harnesses=(shapes_text shapes_json owners layout_json plan_json wire st_header st_index)
+harnesses=(shapes_text shapes_json owners layout_json plan_json wire st_header st_index units
+  layout_file)
 [ -n "${DBUF_FUZZ_ONLY:-}" ] && read -r -a harnesses <<<"$DBUF_FUZZ_ONLY"
 
 command -v clang >/dev/null || { echo "fuzz: clang is required (scripts/install-deps.sh)" >&2; exit 2; }
@@ -62,6 +63,7 @@ for h in "${harnesses[@]}"; do
   shapes_text) build_harness "$h" fuzz_shapes.c -DFUZZ_SHAPES_JSON=0 ;;
   shapes_json) build_harness "$h" fuzz_shapes.c -DFUZZ_SHAPES_JSON=1 ;;
   wire) build_harness "$h" fuzz_wire.c -I"$top/src/core" ;; # the receiver's decoder too
+  layout_file) build_harness "$h" fuzz_layout_file.c -I"$top/src/cli" "$top/src/cli/run_report.c" ;;
   *) build_harness "$h" "fuzz_$h.c" ;;
   esac
 done

@@ -1,6 +1,7 @@
 /* dbuf-shard fuzz harnesses: the shared layout and tensor-list drivers. */
 #include "fuzz_common.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,19 @@ fuzz_write(const char *name, const void *data, size_t size)
     abort();
   }
   return path;
+}
+
+void
+fuzz_check_json(const char *what, const char *text, size_t len)
+{
+  json_error_t err;
+  json_t *doc = json_loadb(text, len, 0, &err);
+  if (doc == NULL) {
+    fprintf(stderr, "fuzz: %s wrote invalid JSON: %s (line %d, column %d)\n", what, err.text,
+            err.line, err.column);
+    abort();
+  }
+  json_decref(doc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -247,6 +261,7 @@ check_round_trips(const dbuf_layout_t *l)
   size_t tlen;
   unsigned flags = dbuf_layout_nranks(l) <= 64 ? DBUF_JSON_PIECES : 0;
   FUZZ_CHECK(dbuf_layout_to_json(l, flags, &text, &tlen) == 0);
+  fuzz_check_json("dbuf_layout_to_json", text, tlen);
   back = NULL;
   FUZZ_CHECK(dbuf_layout_from_json("round-trip", text, tlen, &back, &d) == 0);
   free(text);

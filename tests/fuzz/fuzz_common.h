@@ -44,6 +44,13 @@ const char *fuzz_dir(void);
 const char *fuzz_write(const char *name, const void *data, size_t size);
 
 /*
+ * The bytes [text, text + len) are one JSON document as a strict reader
+ * takes it (jansson: UTF-8 checked, no raw control characters in strings);
+ * otherwise abort, naming what (the writer) and jansson's reason.
+ */
+void fuzz_check_json(const char *what, const char *text, size_t len);
+
+/*
  * Validate a layout (every invariant of its kind, each violation message
  * checked to be one line); if it is valid, run what a rank does with it:
  * statistics, rank and tensor pieces, owner and tensor queries, the pattern

@@ -45,6 +45,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == 0 || rc == DBUF_EOVERFLOW);
   }
   FUZZ_CHECK(dbuf_plan_to_json(p, 0, &text, &len) == 0);
+  fuzz_check_json("dbuf_plan_to_json", text, len);
   FUZZ_CHECK(dbuf_plan_from_json("again.json", text, len, &q, &d) == 0);
   FUZZ_CHECK(dbuf_plan_nbuffers(q) == nb);
   free(text);

@@ -9,8 +9,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${DBUF_FUZZ_BUILD:-$top/_build-fuzz}
 out=$top/tests/fuzz/corpus
 data=$top/tests/data
-rm -rf "$out"
-mkdir -p "$out"/{shapes_text,shapes_json,owners,layout_json,wire,st_header,st_index}
+# Only the folders made here (plan_json's seeds are kept as they are).
+rm -rf "$out"/{shapes_text,shapes_json,owners,layout_json,wire,st_header,st_index,units,layout_file}
+mkdir -p "$out"/{shapes_text,shapes_json,owners,layout_json,wire,st_header,st_index,units,layout_file}
 
 # --- golden layouts: every 16th non-error case (all kinds, block sizes) ---
 jq -c 'select(has("expect_error") | not)' "$data/golden/layouts.jsonl" | awk 'NR % 16 == 1' |
@@ -133,4 +134,46 @@ if [ -d "$data/malformed" ]; then
     esac
   done
 fi
+
+# --- units: a re: pattern line, then a units file, against the tensor list
+# of fuzz_units.c (its names, then 4136 x's and ".w") ---
+u=$out/units
+names=(model.embed_tokens.weight model.layers.0.self_attn.q_proj.weight
+  model.layers.0.mlp.up_proj.weight model.layers.1.input_layernorm.weight
+  model.layers.12.mlp.down_proj.weight h.3.attn.c_attn.bias blocks.7.w
+  "blk.$(printf '\xc3\xa9').w" "$(printf '\xe5\xb1\xa4.0.\xe9\x87\x8d\xe3\x81\xbf')"
+  "emoji.$(printf '\xf0\x9f\x98\x80').bias" 'q"uote\back' lm_head.weight
+  "$(head -c 4136 /dev/zero | tr '\0' x).w")
+units_file() { # units_file UNIT...: one line a tensor, the units in turn
+  local units=("$@") i=0
+  for name in "${names[@]}"; do
+    printf '%s %s\n' "$name" "${units[i % ${#units[@]}]}"
+    i=$((i + 1))
+  done
+}
+{ printf '%s\n' 'layers\.([0-9]+)\.'; units_file a b "c\"d" "$(printf '\xe5\xb1\xa4')"; } >"$u/layers-and-file"
+printf '%s\n' '(.*)\.weight' >"$u/weight"
+printf '%s\n' '^(blk\..)' >"$u/capture-cuts-a-character"
+printf '%s\n' '^([^.]*)' >"$u/first-component"
+printf '%s\n' '(x+)' >"$u/capture-too-long"
+printf '%s\n' '(a++++++++++++++++++++)' >"$u/stacked-plus"
+printf '%s\n' '((a|){0,9}){20,}' >"$u/empty-loop"
+printf '%s\n' '(a{1,100}){1,100}' >"$u/bounds-multiply"
+printf '%s\n' '(a)\1' >"$u/back-reference"
+printf '%s\n' '([[:alpha:]]+)[].[]' >"$u/brackets"
+{ printf '\n'; units_file "a$(printf '\xff')b"; } >"$u/file-not-utf8"
+{ printf '\n'; units_file "a$(printf '\x01')b"; } >"$u/file-control"
+for n in 4096 4097; do # the last tensor's unit n bytes long
+  { printf '\n'; units_file a | sed '$d'; printf '%s %s\n' "${names[12]}" "$(head -c $n /dev/zero | tr '\0' u)"; } >"$u/file-$n"
+done
+{ printf '\n'; printf 'lm_head.weight a\0b\n'; } >"$u/file-nul"
+
+# --- layout_file: a line of outside text, then a shape list or layout file ---
+f=$out/layout_file
+{ printf '/data/m\xff.shapes\n'; head -20 "$data/zoo/llama-3.2-1b.shapes"; } >"$f/source-not-utf8"
+{ printf 'host\x01\xc3\n'; printf 'q"uote\\back 4x4\n\xc3\xa9t\xc3\xa9.\xf0\x9f\x98\x80 3x2 fp32\nlayers.1.w 8\n'; } >"$f/odd-names"
+{ printf '\n'; printf '[{"name":"layers.0.a\\u00e9","shape":[4,2]},{"name":"b","shape":[3],"dtype":"fp32"}]'; } >"$f/json-shapes"
+for c in "$l"/golden-seed-padded-5ranks "$l"/tensor-wrong-owner "$out"/plan_json/v2-seed-re; do
+  [ -f "$c" ] && { printf 'm\xe9ssage\n'; cat "$c"; } >"$f/layout-$(basename "$c")"
+done
 echo "corpus: $(find "$out" -type f | wc -l) seeds, $(du -sk "$out" | cut -f1) KiB"
