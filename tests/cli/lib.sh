@@ -99,7 +99,18 @@ bad() {
     fail "$what: exit $CODE, stderr '$ERR', want '$want'"
   fi
 }
+# The system's own nodes that the tests' commands touch (writing output to
+# them, reading input from them): a script that leaves one of them a
+# regular file has damaged the machine, whatever it asserted.
+system_nodes_ok() {
+  local n
+  for n in /dev/null /dev/full /dev/zero; do
+    [ -c "$n" ] || { echo "FAIL: $n is no longer a character device: $(ls -l "$n")"; return 1; }
+  done
+  [ -L /dev/stdout ] || { echo "FAIL: /dev/stdout is no longer a symlink: $(ls -l /dev/stdout)"; return 1; }
+}
 finish() {
+  system_nodes_ok || FAILED=$((FAILED + 1))
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]
 }
